@@ -1,0 +1,167 @@
+//! MPI error classes and codes, and the messages that say what went wrong.
+//!
+//! An engine function returns `Result<_, MpiError>`; the entry-point macro (ffi/mod.rs)
+//! adds the function name and the rank, records the message, and hands back an error
+//! *code*: the class in the low 7 bits and a message-ring slot above them, so that
+//! MPI_Error_class recovers the class and MPI_Error_string the full text.
+use crate::abi::*;
+use std::sync::Mutex;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MpiError {
+    pub class: i32,
+    pub msg: String,
+}
+
+pub type MpiResult<T> = Result<T, MpiError>;
+
+impl MpiError {
+    pub fn new(class: i32, msg: impl Into<String>) -> Self {
+        MpiError {
+            class,
+            msg: msg.into(),
+        }
+    }
+}
+
+/// Shorthand: `Err(err(MPI_ERR_COUNT, format!(..)))`.
+pub fn err(class: i32, msg: impl Into<String>) -> MpiError {
+    MpiError::new(class, msg)
+}
+
+/// The name of an error class, as used in messages.
+pub fn class_name(class: i32) -> &'static str {
+    match class {
+        MPI_SUCCESS => "MPI_SUCCESS",
+        MPI_ERR_BUFFER => "MPI_ERR_BUFFER",
+        MPI_ERR_COUNT => "MPI_ERR_COUNT",
+        MPI_ERR_TYPE => "MPI_ERR_TYPE",
+        MPI_ERR_TAG => "MPI_ERR_TAG",
+        MPI_ERR_COMM => "MPI_ERR_COMM",
+        MPI_ERR_RANK => "MPI_ERR_RANK",
+        MPI_ERR_ROOT => "MPI_ERR_ROOT",
+        MPI_ERR_GROUP => "MPI_ERR_GROUP",
+        MPI_ERR_OP => "MPI_ERR_OP",
+        MPI_ERR_TOPOLOGY => "MPI_ERR_TOPOLOGY",
+        MPI_ERR_DIMS => "MPI_ERR_DIMS",
+        MPI_ERR_ARG => "MPI_ERR_ARG",
+        MPI_ERR_UNKNOWN => "MPI_ERR_UNKNOWN",
+        MPI_ERR_TRUNCATE => "MPI_ERR_TRUNCATE",
+        MPI_ERR_OTHER => "MPI_ERR_OTHER",
+        MPI_ERR_INTERN => "MPI_ERR_INTERN",
+        MPI_ERR_IN_STATUS => "MPI_ERR_IN_STATUS",
+        MPI_ERR_PENDING => "MPI_ERR_PENDING",
+        MPI_ERR_REQUEST => "MPI_ERR_REQUEST",
+        MPI_ERR_INFO => "MPI_ERR_INFO",
+        MPI_ERR_INFO_KEY => "MPI_ERR_INFO_KEY",
+        MPI_ERR_INFO_VALUE => "MPI_ERR_INFO_VALUE",
+        MPI_ERR_INFO_NOKEY => "MPI_ERR_INFO_NOKEY",
+        MPI_ERR_NO_MEM => "MPI_ERR_NO_MEM",
+        MPI_ERR_NOT_SAME => "MPI_ERR_NOT_SAME",
+        MPI_ERR_KEYVAL => "MPI_ERR_KEYVAL",
+        MPI_ERR_SIZE => "MPI_ERR_SIZE",
+        MPI_ERR_UNSUPPORTED_OPERATION => "MPI_ERR_UNSUPPORTED_OPERATION",
+        MPI_ERR_PROC_ABORTED => "MPI_ERR_PROC_ABORTED",
+        MPI_ERR_VALUE_TOO_LARGE => "MPI_ERR_VALUE_TOO_LARGE",
+        _ => "MPI_ERR_UNKNOWN",
+    }
+}
+
+/// The standard text of an error class.
+pub fn class_text(class: i32) -> &'static str {
+    match class {
+        MPI_SUCCESS => "No MPI error",
+        MPI_ERR_BUFFER => "Invalid buffer pointer",
+        MPI_ERR_COUNT => "Invalid count argument",
+        MPI_ERR_TYPE => "Invalid datatype argument",
+        MPI_ERR_TAG => "Invalid tag argument",
+        MPI_ERR_COMM => "Invalid communicator",
+        MPI_ERR_RANK => "Invalid rank",
+        MPI_ERR_ROOT => "Invalid root",
+        MPI_ERR_GROUP => "Invalid group",
+        MPI_ERR_OP => "Invalid operation",
+        MPI_ERR_TOPOLOGY => "Invalid topology",
+        MPI_ERR_DIMS => "Invalid dimension argument",
+        MPI_ERR_ARG => "Invalid argument of some other kind",
+        MPI_ERR_UNKNOWN => "Unknown error",
+        MPI_ERR_TRUNCATE => "Message truncated on receive",
+        MPI_ERR_OTHER => "Known error not in this list",
+        MPI_ERR_INTERN => "Internal MPI (implementation) error",
+        MPI_ERR_IN_STATUS => "Error code is in status",
+        MPI_ERR_PENDING => "Pending request",
+        MPI_ERR_REQUEST => "Invalid request (handle)",
+        MPI_ERR_INFO => "Invalid info argument",
+        MPI_ERR_INFO_KEY => "Key longer than MPI_MAX_INFO_KEY",
+        MPI_ERR_INFO_VALUE => "Value longer than MPI_MAX_INFO_VAL",
+        MPI_ERR_INFO_NOKEY => "Invalid key passed to MPI_INFO_DELETE",
+        MPI_ERR_NO_MEM => "MPI_ALLOC_MEM failed because memory is exhausted",
+        MPI_ERR_NOT_SAME => "Collective argument not identical on all processes",
+        MPI_ERR_KEYVAL => "Invalid keyval",
+        MPI_ERR_SIZE => "Invalid size argument",
+        MPI_ERR_UNSUPPORTED_OPERATION => "Unsupported operation",
+        MPI_ERR_PROC_ABORTED => "Operation failed because a peer process has aborted",
+        MPI_ERR_VALUE_TOO_LARGE => "Value is too large to store",
+        _ => "Unknown error class",
+    }
+}
+
+/// Highest predefined class; codes above 127 carry a message slot.
+pub const LAST_CLASS: i32 = 78;
+const RING: usize = 256;
+
+struct Ring {
+    next: u32,
+    msgs: Vec<(i32, String)>,
+}
+
+static MESSAGES: Mutex<Ring> = Mutex::new(Ring {
+    next: 1,
+    msgs: Vec::new(),
+});
+
+/// Records a full message for `class` and returns the error code that names it.
+pub fn record(class: i32, full: String) -> i32 {
+    if !(1..=LAST_CLASS).contains(&class) {
+        return class;
+    }
+    let mut r = MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
+    if r.msgs.is_empty() {
+        r.msgs.resize(RING, (0, String::new()));
+    }
+    let k = r.next;
+    r.next = if r.next >= (1 << 22) { 1 } else { r.next + 1 };
+    let slot = k as usize % RING;
+    r.msgs[slot] = (k as i32, full);
+    class | ((k as i32) << 7)
+}
+
+/// The class of an error code (identity for classes).
+pub fn code_class(code: i32) -> Option<i32> {
+    if (0..=LAST_CLASS).contains(&code) || (100..=103).contains(&code) {
+        return Some(code);
+    }
+    if code > 127 && code <= MPI_ERR_LASTCODE {
+        let class = code & 0x7f;
+        if (1..=LAST_CLASS).contains(&class) {
+            return Some(class);
+        }
+    }
+    None
+}
+
+/// The text of an error code: the recorded message if it is still in the ring, else the
+/// class text.
+pub fn code_string(code: i32) -> Option<String> {
+    let class = code_class(code)?;
+    if code > 127 && code == class | (code & !0x7f) && code & !0x7f != 0 {
+        let k = code >> 7;
+        let r = MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
+        if !r.msgs.is_empty() {
+            let (kk, ref m) = r.msgs[k as usize % RING];
+            if kk == k {
+                return Some(m.clone());
+            }
+        }
+    }
+    Some(format!("{}: {}", class_name(class), class_text(class)))
+}

@@ -1,0 +1,1 @@
+//! C entry points, grouped as the standard's chapters.

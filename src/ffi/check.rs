@@ -1,0 +1,1 @@
+//! Validators by parameter kind (being written).

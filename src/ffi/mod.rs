@@ -1,0 +1,59 @@
+//! The C boundary: the only place with `extern "C"` and raw pointers.
+//!
+//! Every entry point is written with [`mpi_entry!`], which exports `MPI_X` and its
+//! profiling twin `PMPI_X`, catches panics, turns `Err(MpiError)` into an error code
+//! and hands it to the error handler of the communicator the call names (or of
+//! MPI_COMM_WORLD).
+#![allow(clippy::missing_safety_doc)]
+#![allow(non_snake_case)]
+
+pub mod c;
+pub mod check;
+
+use crate::error::{MpiError, MpiResult};
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Exports `MPI_X` and `PMPI_X` with one body. The body is an expression of type
+/// `MpiResult<()>` evaluated in an `unsafe` context; `errcomm` names the communicator
+/// whose error handler handles a failure (use `MPI_COMM_WORLD` when there is none).
+#[macro_export]
+macro_rules! mpi_entry {
+    ($mpi:ident, $pmpi:ident, ($($a:ident : $t:ty),* $(,)?), errcomm = $ec:expr, $body:block) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $pmpi($($a: $t),*) -> ::std::os::raw::c_int {
+            $crate::ffi::enter(stringify!($mpi), $ec, move || {
+                #[allow(unused_unsafe)]
+                // SAFETY: the caller of an MPI function passes pointers valid as the
+                // standard requires for this function; each dereference below goes
+                // through ffi::check, which rejects NULL where the standard forbids it.
+                unsafe { $body }
+            })
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $mpi($($a: $t),*) -> ::std::os::raw::c_int {
+            $pmpi($($a),*)
+        }
+    };
+}
+
+/// Runs one entry point's body: panics become MPI_ERR_INTERN, errors go to the error
+/// handler. `name` is the function's MPI name, used in every message.
+pub fn enter<F: FnOnce() -> MpiResult<()>>(name: &'static str, errcomm: i32, f: F) -> c_int {
+    let r = catch_unwind(AssertUnwindSafe(f));
+    let e = match r {
+        Ok(Ok(())) => return crate::abi::MPI_SUCCESS,
+        Ok(Err(e)) => e,
+        Err(p) => {
+            let what = if let Some(s) = p.downcast_ref::<&str>() {
+                s.to_string()
+            } else if let Some(s) = p.downcast_ref::<String>() {
+                s.clone()
+            } else {
+                "panic".to_string()
+            };
+            MpiError::new(crate::abi::MPI_ERR_INTERN, format!("internal error: {what}"))
+        }
+    };
+    crate::runtime::handle_error(name, errcomm, e)
+}

@@ -1,0 +1,13 @@
+//! shmpi: a drop-in MPI library whose ranks are processes on one machine that talk
+//! through shared memory. The module list, nothing else.
+pub mod abi;
+pub mod coll;
+pub mod comm;
+pub mod datatype;
+pub mod error;
+pub mod ffi;
+pub mod launch;
+pub mod op;
+pub mod p2p;
+pub mod runtime;
+pub mod shm;

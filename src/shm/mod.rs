@@ -1,0 +1,398 @@
+//! The job's shared arena: one memfd created by mpiexec (or by a singleton for itself),
+//! inherited by every rank and mapped MAP_SHARED. Nothing is named in /dev/shm, so a
+//! killed job leaks nothing: the memory goes when the last descriptor closes.
+//!
+//! Layout (all offsets from the base, every hot word on its own cache line):
+//!
+//! | region   | what                                                          |
+//! |----------|---------------------------------------------------------------|
+//! | header   | magic, rank count, abort record, channel allocator            |
+//! | ranks    | per rank: doorbell (futex word), sleeping flag, pid, state     |
+//! | rings    | per ordered pair (src, dst): SPSC ring of message frames       |
+//! | pipes    | per ordered pair: a two-segment bulk pipe for large messages  |
+//! | channels | NCHAN collective channels, each with per-member counters,     |
+//! |          | double-buffered per-member slots and a double-buffered result  |
+//!
+//! This module, the ffi layer and the SIMD kernels are the only homes of `unsafe`.
+pub mod wait;
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+
+pub const CACHE_LINE: usize = 64;
+const MAGIC: u64 = 0x7368_6d70_6931_0001; // "shmpi1" + version
+
+/// Sizes of the arena's regions for a job of `n` ranks.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    pub n: usize,
+    pub ring_bytes: usize,
+    pub pipe_seg: usize,
+    pub nchan: usize,
+    pub slot_bytes: usize,
+    pub ranks_off: usize,
+    pub rings_off: usize,
+    pub pipes_off: usize,
+    pub chans_off: usize,
+    pub chan_bytes: usize,
+    pub total: usize,
+}
+
+pub const RANK_BLOCK: usize = 256;
+pub const RING_HDR: usize = 2 * CACHE_LINE;
+pub const PIPE_HDR: usize = 4 * CACHE_LINE;
+/// Channel header: control line, then per member: counter line and an argument line.
+pub const CHAN_CTRL: usize = CACHE_LINE;
+pub const CHAN_MEMBER: usize = 2 * CACHE_LINE;
+/// Maximum number of live communicators (channels) in a job.
+pub const NCHAN: usize = 2048;
+
+fn round_up(x: usize, a: usize) -> usize {
+    x.div_ceil(a) * a
+}
+
+impl Layout {
+    pub fn new(n: usize) -> Layout {
+        let env_usize = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
+        let ring_bytes = if n <= 32 { 64 << 10 } else { 16 << 10 };
+        let pipe_seg = env_usize("SHMPI_PIPE_SEGMENT")
+            .map(|v| round_up(v.max(64), 64))
+            .unwrap_or(if n <= 32 { 64 << 10 } else { 16 << 10 });
+        let slot_bytes = env_usize("SHMPI_SEGMENT")
+            .map(|v| round_up(v.max(64), 64))
+            .unwrap_or(if n <= 8 {
+                256 << 10
+            } else if n <= 32 {
+                64 << 10
+            } else {
+                16 << 10
+            });
+        let ranks_off = 4096;
+        let rings_off = round_up(ranks_off + n * RANK_BLOCK, 4096);
+        let pipes_off = round_up(rings_off + n * n * (RING_HDR + ring_bytes), 4096);
+        let chans_off = round_up(pipes_off + n * n * (PIPE_HDR + 2 * pipe_seg), 4096);
+        let chan_bytes = round_up(
+            CHAN_CTRL + n * CHAN_MEMBER + 2 * n * slot_bytes + 2 * slot_bytes,
+            4096,
+        );
+        let total = chans_off + NCHAN * chan_bytes;
+        Layout {
+            n,
+            ring_bytes,
+            pipe_seg,
+            nchan: NCHAN,
+            slot_bytes,
+            ranks_off,
+            rings_off,
+            pipes_off,
+            chans_off,
+            chan_bytes,
+            total,
+        }
+    }
+    pub fn rank_block(&self, r: usize) -> usize {
+        self.ranks_off + r * RANK_BLOCK
+    }
+    pub fn ring(&self, src: usize, dst: usize) -> usize {
+        self.rings_off + (src * self.n + dst) * (RING_HDR + self.ring_bytes)
+    }
+    pub fn pipe(&self, src: usize, dst: usize) -> usize {
+        self.pipes_off + (src * self.n + dst) * (PIPE_HDR + 2 * self.pipe_seg)
+    }
+    pub fn chan(&self, c: usize) -> usize {
+        self.chans_off + c * self.chan_bytes
+    }
+    /// Offset of member `i`'s counter line in channel `c`.
+    pub fn chan_counter(&self, c: usize, i: usize) -> usize {
+        self.chan(c) + CHAN_CTRL + i * CHAN_MEMBER
+    }
+    /// Offset of member `i`'s argument line in channel `c`.
+    pub fn chan_args(&self, c: usize, i: usize) -> usize {
+        self.chan_counter(c, i) + CACHE_LINE
+    }
+    /// Offset of member `i`'s data slot `parity` in channel `c`.
+    pub fn chan_slot(&self, c: usize, i: usize, parity: usize) -> usize {
+        self.chan(c) + CHAN_CTRL + self.n * CHAN_MEMBER + (2 * i + parity) * self.slot_bytes
+    }
+    /// Offset of channel `c`'s result buffer `parity`.
+    pub fn chan_result(&self, c: usize, parity: usize) -> usize {
+        self.chan(c) + CHAN_CTRL + self.n * CHAN_MEMBER + (2 * self.n + parity) * self.slot_bytes
+    }
+}
+
+// Header field offsets.
+const H_MAGIC: usize = 0;
+const H_NRANKS: usize = 8;
+pub const H_ABORT_FLAG: usize = 64;
+pub const H_ABORT_CODE: usize = 68;
+pub const H_ABORT_RANK: usize = 72;
+const H_CHAN_LOCK: usize = 128;
+const H_CHAN_BITMAP: usize = 192; // NCHAN bits = 256 bytes
+
+// Rank block field offsets.
+pub const R_DOORBELL: usize = 0;
+pub const R_SLEEPING: usize = 4;
+pub const R_PID: usize = 8;
+pub const R_STATE: usize = 12;
+/// What the rank is doing now, for hang reports: a short text.
+pub const R_CALL: usize = 64;
+pub const R_CALL_LEN: usize = 128;
+
+pub const STATE_STARTED: u32 = 1;
+pub const STATE_FINALIZED: u32 = 2;
+
+/// Creates a job arena for `n` ranks and returns its descriptor (without CLOEXEC, so
+/// that exec'd ranks inherit it).
+pub fn create_job_arena(n: usize) -> io::Result<OwnedFd> {
+    let lay = Layout::new(n);
+    // SAFETY: memfd_create with a valid NUL-terminated name; the result is checked.
+    let fd = unsafe { libc::memfd_create(c"shmpi-arena".as_ptr(), 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ftruncate on our own descriptor.
+    if unsafe { libc::ftruncate(fd, lay.total as libc::off_t) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let a = Arena::map(owned.as_raw_fd(), n)?;
+    a.u64_at(H_NRANKS).store(n as u64, Ordering::Relaxed);
+    a.u64_at(H_MAGIC).store(MAGIC, Ordering::Release);
+    drop(a);
+    Ok(owned)
+}
+
+/// A mapping of the job arena.
+pub struct Arena {
+    base: NonNull<u8>,
+    len: usize,
+    pub lay: Layout,
+}
+
+// SAFETY: the arena is shared memory accessed only through atomics and through byte
+// copies ordered by those atomics; the pointer itself may move between threads.
+unsafe impl Send for Arena {}
+// SAFETY: as above.
+unsafe impl Sync for Arena {}
+
+impl Arena {
+    /// Maps the arena behind `fd`, created for `n` ranks.
+    pub fn map(fd: i32, n: usize) -> io::Result<Arena> {
+        let lay = Layout::new(n);
+        // SAFETY: mapping a shared file of at least lay.total bytes; result checked.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                lay.total,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_NORESERVE,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Arena {
+            base: NonNull::new(p as *mut u8).unwrap(),
+            len: lay.total,
+            lay,
+        })
+    }
+
+    /// Checks that the arena was initialised for `n` ranks.
+    pub fn validate(&self, n: usize) -> bool {
+        self.u64_at(H_MAGIC).load(Ordering::Acquire) == MAGIC
+            && self.u64_at(H_NRANKS).load(Ordering::Relaxed) == n as u64
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn u32_at(&self, off: usize) -> &AtomicU32 {
+        assert!(off % 4 == 0 && off + 4 <= self.len);
+        // SAFETY: in bounds, aligned, and the arena lives as long as &self; shared memory
+        // words are only ever accessed atomically.
+        unsafe { &*(self.base.as_ptr().add(off) as *const AtomicU32) }
+    }
+    pub fn i32_at(&self, off: usize) -> &AtomicI32 {
+        assert!(off % 4 == 0 && off + 4 <= self.len);
+        // SAFETY: as for u32_at.
+        unsafe { &*(self.base.as_ptr().add(off) as *const AtomicI32) }
+    }
+    pub fn u64_at(&self, off: usize) -> &AtomicU64 {
+        assert!(off % 8 == 0 && off + 8 <= self.len);
+        // SAFETY: as for u32_at.
+        unsafe { &*(self.base.as_ptr().add(off) as *const AtomicU64) }
+    }
+
+    /// Raw pointer to `len` bytes at `off` (bounds-checked). Data regions are handed
+    /// between ranks by the atomics above: a writer fills a region, then publishes it
+    /// with a release store; readers read it after an acquire load.
+    pub fn ptr(&self, off: usize, len: usize) -> *mut u8 {
+        assert!(off.checked_add(len).is_some_and(|e| e <= self.len));
+        // SAFETY: in bounds.
+        unsafe { self.base.as_ptr().add(off) }
+    }
+
+    /// Copies `src` into the arena at `off`.
+    pub fn write(&self, off: usize, src: &[u8]) {
+        let p = self.ptr(off, src.len());
+        // SAFETY: bounds checked by ptr(); the region is owned by this writer until it
+        // is published (see ptr()).
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) }
+    }
+
+    /// Copies arena bytes at `off` into `dst`.
+    pub fn read(&self, off: usize, dst: &mut [u8]) {
+        let p = self.ptr(off, dst.len());
+        // SAFETY: bounds checked; the region was published to this reader.
+        unsafe { std::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), dst.len()) }
+    }
+
+    /// A shared view of `len` bytes at `off`, valid while the protocol guarantees that no
+    /// rank writes them.
+    pub fn slice(&self, off: usize, len: usize) -> &[u8] {
+        let p = self.ptr(off, len);
+        // SAFETY: bounds checked; callers hold the protocol's read permission.
+        unsafe { std::slice::from_raw_parts(p, len) }
+    }
+
+    /// A mutable view of `len` bytes at `off`, valid while the protocol gives this rank
+    /// exclusive write permission.
+    #[allow(clippy::mut_from_ref)]
+    pub fn slice_mut(&self, off: usize, len: usize) -> &mut [u8] {
+        let p = self.ptr(off, len);
+        // SAFETY: bounds checked; callers hold the protocol's write permission.
+        unsafe { std::slice::from_raw_parts_mut(p, len) }
+    }
+
+    // ---- job-wide records ----
+
+    /// Records that `rank` aborted the job with `code` (first one wins).
+    pub fn record_abort(&self, rank: usize, code: i32) {
+        if self
+            .u32_at(H_ABORT_FLAG)
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            self.i32_at(H_ABORT_CODE).store(code, Ordering::Relaxed);
+            self.i32_at(H_ABORT_RANK).store(rank as i32, Ordering::Release);
+            self.u32_at(H_ABORT_FLAG).store(2, Ordering::Release);
+        }
+    }
+    /// The abort record: (rank, code), once complete.
+    pub fn abort_record(&self) -> Option<(i32, i32)> {
+        if self.u32_at(H_ABORT_FLAG).load(Ordering::Acquire) == 2 {
+            Some((
+                self.i32_at(H_ABORT_RANK).load(Ordering::Acquire),
+                self.i32_at(H_ABORT_CODE).load(Ordering::Relaxed),
+            ))
+        } else {
+            None
+        }
+    }
+
+    pub fn rank_state(&self, r: usize) -> &AtomicU32 {
+        self.u32_at(self.lay.rank_block(r) + R_STATE)
+    }
+    pub fn rank_pid(&self, r: usize) -> &AtomicU32 {
+        self.u32_at(self.lay.rank_block(r) + R_PID)
+    }
+
+    /// Records what rank `r` is doing (for hang reports).
+    pub fn set_call(&self, r: usize, what: &str) {
+        let off = self.lay.rank_block(r) + R_CALL;
+        let b = what.as_bytes();
+        let n = b.len().min(R_CALL_LEN - 1);
+        self.write(off, &b[..n]);
+        self.write(off + n, &[0]);
+    }
+    pub fn call_of(&self, r: usize) -> String {
+        let s = self.slice(self.lay.rank_block(r) + R_CALL, R_CALL_LEN);
+        let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
+        String::from_utf8_lossy(&s[..end]).into_owned()
+    }
+
+    // ---- channel allocator ----
+
+    fn chan_lock(&self) -> &AtomicU32 {
+        self.u32_at(H_CHAN_LOCK)
+    }
+
+    /// Allocates a free collective channel for a communicator of `members` ranks and
+    /// resets its counters. Returns its index, which is also the communicator's context
+    /// id, unique in the job while it lives.
+    pub fn alloc_channel(&self, members: usize) -> Option<usize> {
+        let lock = self.chan_lock();
+        while lock
+            .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::thread::yield_now();
+        }
+        let mut found = None;
+        for w in 0..NCHAN / 64 {
+            let word = self.u64_at(H_CHAN_BITMAP + 8 * w);
+            let v = word.load(Ordering::Relaxed);
+            if v != u64::MAX {
+                let bit = (!v).trailing_zeros() as usize;
+                word.store(v | (1u64 << bit), Ordering::Relaxed);
+                found = Some(w * 64 + bit);
+                break;
+            }
+        }
+        lock.store(0, Ordering::Release);
+        let c = found?;
+        // Reset: refcount, then every member counter.
+        let base = self.lay.chan(c);
+        self.u64_at(base).store(members as u64, Ordering::Relaxed);
+        for i in 0..self.lay.n {
+            self.u64_at(self.lay.chan_counter(c, i))
+                .store(0, Ordering::Relaxed);
+        }
+        std::sync::atomic::fence(Ordering::Release);
+        Some(c)
+    }
+
+    /// Marks channel `c` as allocated without resetting it (the predefined
+    /// communicators' channels, set up by the launcher).
+    pub fn reserve_channel(&self, c: usize) {
+        let word = self.u64_at(H_CHAN_BITMAP + 8 * (c / 64));
+        word.fetch_or(1u64 << (c % 64), Ordering::AcqRel);
+    }
+
+    /// Drops one member's reference to channel `c`; the last one frees it.
+    pub fn release_channel(&self, c: usize) {
+        let rc = self.u64_at(self.lay.chan(c));
+        if rc.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let lock = self.chan_lock();
+            while lock
+                .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                std::thread::yield_now();
+            }
+            let word = self.u64_at(H_CHAN_BITMAP + 8 * (c / 64));
+            let v = word.load(Ordering::Relaxed);
+            word.store(v & !(1u64 << (c % 64)), Ordering::Relaxed);
+            lock.store(0, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping we created.
+        unsafe {
+            libc::munmap(self.base.as_ptr() as *mut libc::c_void, self.len);
+        }
+    }
+}

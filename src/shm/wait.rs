@@ -1,0 +1,147 @@
+//! Waiting without starving: spin briefly when every rank has its own core, yield almost
+//! at once when the job is oversubscribed, and after a longer wait sleep on the rank's
+//! doorbell (a futex word in the arena) until someone rings it.
+//!
+//! Protocol (a Dekker pair, so no wake-up is lost): a waiter stores `sleeping = 1`, reads
+//! the doorbell, re-checks its condition and only then sleeps on the doorbell value it
+//! read. A publisher makes its data visible with a SeqCst store and then, if the target's
+//! `sleeping` is set, bumps the doorbell and wakes it.
+use super::{Arena, R_DOORBELL, R_SLEEPING};
+use std::sync::atomic::{fence, Ordering};
+use std::time::{Duration, Instant};
+
+/// How a rank waits, fixed at start-up.
+#[derive(Clone, Copy, Debug)]
+pub struct WaitPolicy {
+    /// More ranks than CPUs this process may run on.
+    pub oversubscribed: bool,
+}
+
+impl WaitPolicy {
+    pub fn detect(nranks: usize) -> WaitPolicy {
+        let cpus = available_cpus();
+        let forced = std::env::var("SHMPI_OVERSUBSCRIBED").ok();
+        let oversubscribed = match forced.as_deref() {
+            Some("1") => true,
+            Some("0") => false,
+            _ => nranks > cpus,
+        };
+        WaitPolicy { oversubscribed }
+    }
+}
+
+/// Number of CPUs in this process's affinity mask.
+pub fn available_cpus() -> usize {
+    // SAFETY: sched_getaffinity fills a cpu_set_t we own.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            let n = libc::CPU_COUNT(&set) as usize;
+            if n > 0 {
+                return n;
+            }
+        }
+    }
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+fn futex_wait(word: &std::sync::atomic::AtomicU32, val: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: FUTEX_WAIT on a valid, aligned u32 in shared memory, with a timeout.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            val,
+            &ts as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+fn futex_wake(word: &std::sync::atomic::AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a valid, aligned u32 in shared memory.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            i32::MAX,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// Wakes rank `r` if it sleeps. Call after publishing with a SeqCst store.
+#[inline]
+pub fn notify(arena: &Arena, r: usize) {
+    let b = arena.lay.rank_block(r);
+    if arena.u32_at(b + R_SLEEPING).load(Ordering::SeqCst) != 0 {
+        arena.u32_at(b + R_DOORBELL).fetch_add(1, Ordering::SeqCst);
+        futex_wake(arena.u32_at(b + R_DOORBELL));
+    }
+}
+
+/// One wait in progress: call `pause()` each time the awaited condition is false.
+pub struct Backoff<'a> {
+    arena: &'a Arena,
+    me: usize,
+    policy: WaitPolicy,
+    iter: u32,
+    start: Option<Instant>,
+}
+
+impl<'a> Backoff<'a> {
+    pub fn new(arena: &'a Arena, me: usize, policy: WaitPolicy) -> Self {
+        Backoff {
+            arena,
+            me,
+            policy,
+            iter: 0,
+            start: None,
+        }
+    }
+
+    /// Waits a little. `recheck` is the awaited condition, evaluated again after the
+    /// rank has announced that it will sleep (so a publisher cannot be missed).
+    pub fn pause(&mut self, mut recheck: impl FnMut() -> bool) {
+        self.iter += 1;
+        if !self.policy.oversubscribed && self.iter < 4000 {
+            std::hint::spin_loop();
+            return;
+        }
+        if self.policy.oversubscribed && self.iter < 4 {
+            std::hint::spin_loop();
+            return;
+        }
+        let start = *self.start.get_or_insert_with(Instant::now);
+        let waited = start.elapsed();
+        if waited < Duration::from_micros(if self.policy.oversubscribed { 200 } else { 50 }) {
+            // SAFETY: sched_yield has no preconditions.
+            unsafe {
+                libc::sched_yield();
+            }
+            return;
+        }
+        crate::runtime::check_job_alive();
+        let b = self.arena.lay.rank_block(self.me);
+        let sleeping = self.arena.u32_at(b + R_SLEEPING);
+        let bell = self.arena.u32_at(b + R_DOORBELL);
+        sleeping.store(1, Ordering::SeqCst);
+        let v = bell.load(Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if !recheck() {
+            futex_wait(bell, v, Duration::from_millis(20));
+        }
+        sleeping.store(0, Ordering::Relaxed);
+    }
+}
