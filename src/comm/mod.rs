@@ -1,9 +1,194 @@
-//! Communicators (being written).
+//! Communicators: a group of world ranks, a context id (the index of the collective
+//! channel it owns in the arena, unique in the job while the communicator lives), an
+//! error handler and a name. Handles are MPICH's: MPI_COMM_WORLD and MPI_COMM_SELF are
+//! built-in, user communicators are direct handles indexing the table below.
+pub mod errhandler;
+
 use crate::abi::*;
-pub fn errhandler_for_error(_comm: i32) -> i32 {
-    MPI_ERRORS_ARE_FATAL
+use crate::error::{err, MpiResult};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+pub struct Comm {
+    pub handle: i32,
+    /// Context id = collective channel index.
+    pub ctx: usize,
+    /// World ranks of the (local) group, in rank order.
+    pub group: Vec<usize>,
+    /// This process's rank in the group.
+    pub rank: usize,
+    /// For an intercommunicator: the remote group's world ranks.
+    pub remote: Option<Vec<usize>>,
+    /// world rank -> rank in the group messages come from (remote group for an
+    /// intercommunicator), or -1.
+    pub from_world: Vec<i32>,
+    pub errhandler: AtomicI32,
+    pub name: Mutex<String>,
+    /// Collective phase counter: this rank's next value for its channel counter.
+    pub phase: AtomicU64,
+    /// Which of the channel's double buffers the next collective step uses.
+    pub step: AtomicU64,
 }
-pub fn is_valid(_comm: i32) -> bool {
-    false
+
+impl Comm {
+    pub fn size(&self) -> usize {
+        self.group.len()
+    }
+    /// Size of the group point-to-point ranks refer to (remote group for an
+    /// intercommunicator).
+    pub fn peer_size(&self) -> usize {
+        self.remote.as_ref().map_or(self.group.len(), |r| r.len())
+    }
+    /// World rank of peer `r` (in the remote group for an intercommunicator).
+    pub fn peer_world(&self, r: usize) -> usize {
+        match &self.remote {
+            Some(g) => g[r],
+            None => self.group[r],
+        }
+    }
+    pub fn is_inter(&self) -> bool {
+        self.remote.is_some()
+    }
 }
-pub fn call_user_errhandler(_eh: i32, _comm: i32, _code: i32) {}
+
+fn build_from_world(nworld: usize, peers: &[usize]) -> Vec<i32> {
+    let mut v = vec![-1; nworld];
+    for (i, &w) in peers.iter().enumerate() {
+        v[w] = i as i32;
+    }
+    v
+}
+
+impl Comm {
+    pub fn new(
+        handle: i32,
+        ctx: usize,
+        group: Vec<usize>,
+        rank: usize,
+        remote: Option<Vec<usize>>,
+        nworld: usize,
+        name: &str,
+    ) -> Comm {
+        let from_world = build_from_world(nworld, remote.as_deref().unwrap_or(&group));
+        Comm {
+            handle,
+            ctx,
+            group,
+            rank,
+            remote,
+            from_world,
+            errhandler: AtomicI32::new(MPI_ERRORS_ARE_FATAL),
+            name: Mutex::new(name.to_string()),
+            phase: AtomicU64::new(0),
+            step: AtomicU64::new(0),
+        }
+    }
+}
+
+struct Table {
+    world: Option<Arc<Comm>>,
+    slf: Option<Arc<Comm>>,
+    user: Vec<Option<Arc<Comm>>>,
+    free: Vec<usize>,
+}
+
+static TABLE: RwLock<Table> = RwLock::new(Table {
+    world: None,
+    slf: None,
+    user: Vec::new(),
+    free: Vec::new(),
+});
+
+/// Sets up MPI_COMM_WORLD and MPI_COMM_SELF at MPI_Init.
+pub fn init_predefined(rank: usize, size: usize) {
+    let mut t = TABLE.write().unwrap();
+    t.world = Some(Arc::new(Comm::new(
+        MPI_COMM_WORLD,
+        crate::shm::WORLD_CHANNEL,
+        (0..size).collect(),
+        rank,
+        None,
+        size,
+        "MPI_COMM_WORLD",
+    )));
+    t.slf = Some(Arc::new(Comm::new(
+        MPI_COMM_SELF,
+        1 + rank,
+        vec![rank],
+        0,
+        None,
+        size,
+        "MPI_COMM_SELF",
+    )));
+}
+
+/// Registers a new communicator and returns it with its handle filled in.
+pub fn register(mut c: Comm) -> Arc<Comm> {
+    let mut t = TABLE.write().unwrap();
+    let idx = match t.free.pop() {
+        Some(i) => i,
+        None => {
+            t.user.push(None);
+            t.user.len() - 1
+        }
+    };
+    c.handle = direct_handle(OBJ_COMM, idx);
+    let a = Arc::new(c);
+    t.user[idx] = Some(a.clone());
+    a
+}
+
+/// Removes a user communicator from the table.
+pub fn unregister(h: i32) {
+    if let Some(idx) = direct_index(h, OBJ_COMM) {
+        let mut t = TABLE.write().unwrap();
+        if idx < t.user.len() && t.user[idx].is_some() {
+            t.user[idx] = None;
+            t.free.push(idx);
+        }
+    }
+}
+
+/// Looks a communicator handle up; MPI_ERR_COMM names the value otherwise.
+pub fn get(h: i32) -> MpiResult<Arc<Comm>> {
+    let t = TABLE.read().unwrap();
+    let found = if h == MPI_COMM_WORLD {
+        t.world.clone()
+    } else if h == MPI_COMM_SELF {
+        t.slf.clone()
+    } else if let Some(idx) = direct_index(h, OBJ_COMM) {
+        t.user.get(idx).cloned().flatten()
+    } else {
+        None
+    };
+    found.ok_or_else(|| {
+        if h == MPI_COMM_NULL {
+            err(MPI_ERR_COMM, "communicator is MPI_COMM_NULL")
+        } else {
+            err(
+                MPI_ERR_COMM,
+                format!("invalid communicator handle {h:#x} (not a communicator, or freed)"),
+            )
+        }
+    })
+}
+
+pub fn is_valid(h: i32) -> bool {
+    get(h).is_ok()
+}
+
+/// The error handler that handles an error raised in a call on `comm` (MPI_COMM_WORLD's
+/// when `comm` is not a valid communicator).
+pub fn errhandler_for_error(comm: i32) -> i32 {
+    match get(comm).or_else(|_| get(MPI_COMM_WORLD)) {
+        Ok(c) => c.errhandler.load(Ordering::Relaxed),
+        Err(_) => MPI_ERRORS_ARE_FATAL,
+    }
+}
+
+pub use errhandler::call_user_errhandler;
+
+/// Number of live user communicators (for leak checks).
+pub fn live_user_comms() -> usize {
+    TABLE.read().unwrap().user.iter().filter(|c| c.is_some()).count()
+}

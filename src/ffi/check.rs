@@ -1,1 +1,178 @@
-//! Validators by parameter kind (being written).
+//! Validators by parameter kind. Each returns a clear `MpiError` naming the argument and
+//! its value; entry points call them before touching the engine.
+use crate::abi::*;
+use crate::comm::Comm;
+use crate::error::{err, MpiResult};
+use crate::p2p::UserBuf;
+use std::os::raw::{c_int, c_void};
+use std::sync::Arc;
+
+pub const IN_PLACE: *const c_void = -1isize as *const c_void;
+
+pub fn is_in_place(p: *const c_void) -> bool {
+    p == IN_PLACE
+}
+
+/// A communicator argument.
+pub fn comm(h: i32) -> MpiResult<Arc<Comm>> {
+    crate::runtime::job()?;
+    crate::comm::get(h)
+}
+
+/// A count argument (>= 0).
+pub fn count(c: c_int, arg: &str) -> MpiResult<usize> {
+    if c < 0 {
+        Err(err(MPI_ERR_COUNT, format!("{arg}={c} is negative")))
+    } else {
+        Ok(c as usize)
+    }
+}
+
+/// What the engine needs to know of a datatype.
+#[derive(Clone, Copy, Debug)]
+pub struct TypeInfo {
+    pub handle: i32,
+    pub size: usize,
+    pub extent: usize,
+}
+
+/// A datatype argument.
+pub fn datatype(h: i32, arg: &str) -> MpiResult<TypeInfo> {
+    match crate::datatype::info(h) {
+        Some((size, extent)) => Ok(TypeInfo { handle: h, size, extent }),
+        None if h == MPI_DATATYPE_NULL => Err(err(MPI_ERR_TYPE, format!("{arg} is MPI_DATATYPE_NULL"))),
+        None => Err(err(MPI_ERR_TYPE, format!("{arg}={h:#x} is not a valid datatype (never created, freed, or not committed)"))),
+    }
+}
+
+/// Bytes spanned by `count` elements of `t`, checked for overflow.
+pub fn span(t: &TypeInfo, count: usize) -> MpiResult<usize> {
+    count
+        .checked_mul(t.extent)
+        .ok_or_else(|| err(MPI_ERR_COUNT, format!("count={count} x extent {} overflows", t.extent)))
+}
+
+/// A buffer argument of `bytes` bytes: NULL is only allowed when empty; MPI_IN_PLACE is
+/// rejected (call `is_in_place` first where it is allowed).
+pub fn buffer(p: *const c_void, bytes: usize, arg: &str) -> MpiResult<UserBuf> {
+    if is_in_place(p) {
+        return Err(err(MPI_ERR_BUFFER, format!("{arg} is MPI_IN_PLACE, which this call does not allow here")));
+    }
+    if p.is_null() && bytes > 0 {
+        return Err(err(MPI_ERR_BUFFER, format!("{arg} is NULL but holds {bytes} bytes")));
+    }
+    // SAFETY: the MPI caller guarantees `bytes` valid bytes at `p` for the operation.
+    Ok(unsafe { UserBuf::new(p as *mut u8, bytes) })
+}
+
+/// A rank argument in `0..size` (or one of the allowed specials).
+pub fn rank(r: c_int, size: usize, arg: &str, allow: &[c_int]) -> MpiResult<()> {
+    if allow.contains(&r) || (r >= 0 && (r as usize) < size) {
+        Ok(())
+    } else {
+        Err(err(MPI_ERR_RANK, format!("{arg}={r} is not a valid rank (communicator size {size})")))
+    }
+}
+
+/// A root argument of an intracommunicator collective.
+pub fn root(r: c_int, c: &Comm) -> MpiResult<usize> {
+    if r >= 0 && (r as usize) < c.size() {
+        Ok(r as usize)
+    } else {
+        Err(err(MPI_ERR_ROOT, format!("root={r} is out of range for a communicator of size {}", c.size())))
+    }
+}
+
+/// A tag for sending (0..=TAG_UB).
+pub fn send_tag(t: c_int) -> MpiResult<()> {
+    if (0..=TAG_UB).contains(&t) {
+        Ok(())
+    } else {
+        Err(err(MPI_ERR_TAG, format!("tag={t} is outside 0..={TAG_UB}")))
+    }
+}
+
+/// A tag for receiving (0..=TAG_UB or MPI_ANY_TAG).
+pub fn recv_tag(t: c_int) -> MpiResult<()> {
+    if t == MPI_ANY_TAG {
+        Ok(())
+    } else {
+        send_tag(t)
+    }
+}
+
+/// The value of the MPI_TAG_UB attribute.
+pub const TAG_UB: c_int = 268435455;
+
+/// Writes through an output pointer, rejecting NULL.
+pub fn out<T>(p: *mut T, v: T, arg: &str) -> MpiResult<()> {
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{arg} is NULL")));
+    }
+    // SAFETY: non-NULL output argument the caller guarantees to be valid.
+    unsafe { p.write(v) };
+    Ok(())
+}
+
+/// Reads an input pointer, rejecting NULL.
+pub fn inp<T: Copy>(p: *const T, arg: &str) -> MpiResult<T> {
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{arg} is NULL")));
+    }
+    // SAFETY: non-NULL input argument the caller guarantees to be valid.
+    Ok(unsafe { p.read() })
+}
+
+/// An array argument of `n` elements, rejecting NULL when n > 0.
+pub fn array<'a, T>(p: *const T, n: usize, arg: &str) -> MpiResult<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{arg} is NULL")));
+    }
+    // SAFETY: the caller guarantees `n` valid elements at `p`.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// A mutable array argument of `n` elements.
+pub fn array_mut<'a, T>(p: *mut T, n: usize, arg: &str) -> MpiResult<&'a mut [T]> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{arg} is NULL")));
+    }
+    // SAFETY: the caller guarantees `n` valid elements at `p`.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
+/// Copies a Rust string into a C buffer of `cap` bytes (NUL-terminated, truncated) and
+/// returns the length written (without the NUL).
+pub fn c_string(dst: *mut std::os::raw::c_char, cap: usize, s: &str, arg: &str) -> MpiResult<c_int> {
+    if dst.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{arg} is NULL")));
+    }
+    let b = s.as_bytes();
+    let n = b.len().min(cap.saturating_sub(1));
+    // SAFETY: the caller provides at least `cap` bytes at dst (the MPI_MAX_* length).
+    unsafe {
+        std::ptr::copy_nonoverlapping(b.as_ptr(), dst as *mut u8, n);
+        *dst.add(n) = 0;
+    }
+    Ok(n as c_int)
+}
+
+/// Two buffers of one call must not overlap (MPI's aliasing rule).
+pub fn no_alias(a: &UserBuf, b: &UserBuf, what: &str) -> MpiResult<()> {
+    if a.is_empty() || b.is_empty() {
+        return Ok(());
+    }
+    let (a0, a1) = (a.addr(), a.addr() + a.len());
+    let (b0, b1) = (b.addr(), b.addr() + b.len());
+    if a0 < b1 && b0 < a1 {
+        Err(err(MPI_ERR_BUFFER, format!("{what}: the buffers overlap (sendbuf and recvbuf alias; use MPI_IN_PLACE)")))
+    } else {
+        Ok(())
+    }
+}

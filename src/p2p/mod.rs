@@ -1,1 +1,811 @@
-//! (being written)
+//! Point-to-point messaging over the arena.
+//!
+//! Every ordered pair of ranks (src, dst) has a single-producer single-consumer ring of
+//! frames. A message of at most `eager_max` bytes travels inline in one frame (eager).
+//! A larger one sends a request-to-send frame; when the receiver matches it, it writes
+//! the message id into the pair's bulk pipe (clear-to-send) and the sender streams the
+//! bytes through the pipe's two segments, so large messages are pipelined and nothing
+//! is buffered without bound. Ssend always uses the rendezvous so that it completes only
+//! once matched. Frames of one pair are consumed in order, which gives MPI's
+//! non-overtaking rule.
+//!
+//! Cost: eager = 2 copies (user -> ring -> user), one hand-off; rendezvous = 2 copies,
+//! one hand-off per pipe segment.
+pub mod buf;
+
+use crate::abi::*;
+use crate::comm::Comm;
+use crate::error::{err, MpiResult};
+use crate::runtime::Job;
+use crate::shm::wait::{notify, Backoff};
+use crate::shm::{Arena, RING_HDR};
+pub use buf::UserBuf;
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+
+const F_EAGER: u32 = 1;
+const F_RTS: u32 = 2;
+const F_PAD: u32 = 3;
+const FRAME_HDR: usize = 32;
+
+/// What a completed operation reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Status {
+    pub source: i32,
+    pub tag: i32,
+    pub error: i32,
+    pub count_bytes: u64,
+    pub cancelled: bool,
+}
+
+impl Status {
+    pub fn empty() -> Status {
+        Status {
+            source: MPI_ANY_SOURCE,
+            tag: MPI_ANY_TAG,
+            error: MPI_SUCCESS,
+            count_bytes: 0,
+            cancelled: false,
+        }
+    }
+    fn proc_null() -> Status {
+        Status {
+            source: MPI_PROC_NULL,
+            tag: MPI_ANY_TAG,
+            ..Status::empty()
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Mode {
+    Standard,
+    Sync,
+    Ready,
+    Buffered,
+}
+
+/// The bytes a send takes from.
+pub enum SendData {
+    User(UserBuf),
+    Owned(Vec<u8>),
+}
+
+impl SendData {
+    fn len(&self) -> usize {
+        match self {
+            SendData::User(b) => b.len(),
+            SendData::Owned(v) => v.len(),
+        }
+    }
+    fn copy_out(&self, off: usize, dst: &mut [u8]) {
+        match self {
+            SendData::User(b) => b.read_at(off, dst),
+            SendData::Owned(v) => dst.copy_from_slice(&v[off..off + dst.len()]),
+        }
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum SendStage {
+    /// Not yet in the ring (ring full, or behind earlier queued sends).
+    Queued,
+    /// RTS in the ring, waiting for clear-to-send.
+    AwaitCts,
+    /// Streaming through the pipe; `sent` bytes pushed so far.
+    Streaming { sent: usize },
+    Done,
+}
+
+struct SendReq {
+    dst: usize,
+    ctx: u32,
+    tag: i32,
+    data: SendData,
+    rdv: bool,
+    msg_id: u64,
+    stage: SendStage,
+    /// Bytes of the attached MPI_Bsend buffer this send holds.
+    bsend_bytes: usize,
+}
+
+#[derive(Debug, PartialEq)]
+enum RecvStage {
+    Posted,
+    /// Matched a rendezvous: pulling `len` bytes from src's pipe.
+    Streaming { src: usize, len: usize, got: usize, msg_id: u64, cts_sent: bool },
+    Done,
+}
+
+struct RecvReq {
+    ctx: u32,
+    src: i32, // world rank or MPI_ANY_SOURCE
+    tag: i32,
+    buf: UserBuf,
+    stage: RecvStage,
+    comm_src: i32, // source rank as the user sees it, once matched
+}
+
+enum ReqKind {
+    Send(SendReq),
+    Recv(RecvReq),
+    /// Already complete (e.g. PROC_NULL, or a finished collective).
+    Done,
+}
+
+struct Req {
+    kind: ReqKind,
+    complete: bool,
+    status: Status,
+    /// The communicator's from_world translation, for MPI_SOURCE.
+    from_world: std::sync::Arc<Comm>,
+}
+
+struct Unexpected {
+    src: usize,
+    ctx: u32,
+    tag: i32,
+    len: usize,
+    payload: Option<Vec<u8>>, // eager payload; None for RTS
+    msg_id: u64,
+}
+
+#[derive(Default)]
+struct Engine {
+    reqs: Vec<Option<Req>>,
+    free: Vec<usize>,
+    posted: VecDeque<usize>,
+    unexpected: VecDeque<Unexpected>,
+    /// Per destination: sends not yet fully in the ring, in order.
+    queued: Vec<VecDeque<usize>>,
+    /// Rendezvous sends awaiting CTS or streaming.
+    rdv_sends: Vec<usize>,
+    /// Per source: receives streaming or waiting to issue CTS, in match order.
+    rdv_recvs: Vec<VecDeque<usize>>,
+    next_msg_id: Vec<u64>,
+    /// Bytes of the MPI_Bsend buffer in use, and its capacity.
+    bsend_used: usize,
+    bsend_cap: usize,
+    bsend_buf: usize,
+    /// Requests the user let go of (freed when complete).
+    detached: Vec<usize>,
+}
+
+static ENGINE: Mutex<Option<Engine>> = Mutex::new(None);
+
+pub fn init(n: usize) {
+    let e = Engine {
+        queued: (0..n).map(|_| VecDeque::new()).collect(),
+        rdv_recvs: (0..n).map(|_| VecDeque::new()).collect(),
+        next_msg_id: vec![1; n],
+        ..Default::default()
+    };
+    *ENGINE.lock().unwrap() = Some(e);
+}
+
+fn with_engine<T>(f: impl FnOnce(&mut Engine, &Job) -> T) -> MpiResult<T> {
+    let job = crate::runtime::job_any().ok_or_else(|| err(MPI_ERR_OTHER, "MPI is not initialised"))?;
+    let mut g = ENGINE.lock().unwrap_or_else(|e| e.into_inner());
+    let e = g.as_mut().ok_or_else(|| err(MPI_ERR_OTHER, "MPI is not initialised"))?;
+    Ok(f(e, job))
+}
+
+fn eager_max(a: &Arena) -> usize {
+    (a.lay.ring_bytes / 4).min(16 << 10)
+}
+
+// ---------------------------------------------------------------- rings
+
+struct Ring {
+    head: usize,
+    tail: usize,
+    data: usize,
+    cap: usize,
+}
+
+fn ring(a: &Arena, src: usize, dst: usize) -> Ring {
+    let off = a.lay.ring(src, dst);
+    Ring {
+        head: off,
+        tail: off + 64,
+        data: off + RING_HDR,
+        cap: a.lay.ring_bytes,
+    }
+}
+
+fn write_hdr(a: &Arena, at: usize, kind: u32, fbytes: u32, ctx: u32, tag: i32, len: u64, id: u64) {
+    let mut h = [0u8; FRAME_HDR];
+    h[0..4].copy_from_slice(&kind.to_le_bytes());
+    h[4..8].copy_from_slice(&fbytes.to_le_bytes());
+    h[8..12].copy_from_slice(&ctx.to_le_bytes());
+    h[12..16].copy_from_slice(&tag.to_le_bytes());
+    h[16..24].copy_from_slice(&len.to_le_bytes());
+    h[24..32].copy_from_slice(&id.to_le_bytes());
+    a.write(at, &h);
+}
+
+struct Hdr {
+    kind: u32,
+    fbytes: usize,
+    ctx: u32,
+    tag: i32,
+    len: usize,
+    id: u64,
+}
+
+fn read_hdr(a: &Arena, at: usize) -> Hdr {
+    let s = a.slice(at, FRAME_HDR);
+    let u32_ = |i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap());
+    let u64_ = |i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap());
+    Hdr {
+        kind: u32_(0),
+        fbytes: u32_(4) as usize,
+        ctx: u32_(8),
+        tag: u32_(12) as i32,
+        len: u64_(16) as usize,
+        id: u64_(24),
+    }
+}
+
+/// Tries to append one frame; false if the ring has no room now.
+fn try_push(a: &Arena, me: usize, dst: usize, kind: u32, ctx: u32, tag: i32, len: u64, id: u64, data: &SendData) -> bool {
+    let r = ring(a, me, dst);
+    let inline = if kind == F_EAGER { len as usize } else { 0 };
+    let need = FRAME_HDR + inline.div_ceil(8) * 8;
+    let mut head = a.u64_at(r.head).load(Ordering::Relaxed) as usize;
+    let tail = a.u64_at(r.tail).load(Ordering::Acquire) as usize;
+    let pos = head % r.cap;
+    let contig = r.cap - pos;
+    let pad = if need > contig { contig } else { 0 };
+    if head + pad + need - tail > r.cap {
+        return false;
+    }
+    if pad > 0 {
+        write_hdr(a, r.data + pos, F_PAD, pad as u32, 0, 0, 0, 0);
+        head += pad;
+    }
+    let at = r.data + head % r.cap;
+    write_hdr(a, at, kind, need as u32, ctx, tag, len, id);
+    if inline > 0 {
+        data.copy_out(0, a.slice_mut(at + FRAME_HDR, inline));
+    }
+    a.u64_at(r.head).store((head + need) as u64, Ordering::SeqCst);
+    notify(a, dst);
+    true
+}
+
+// ---------------------------------------------------------------- pipes
+
+struct Pipe {
+    cts: usize,
+    produced: usize,
+    consumed: usize,
+    data: usize,
+    cap: usize,
+}
+
+fn pipe(a: &Arena, src: usize, dst: usize) -> Pipe {
+    let off = a.lay.pipe(src, dst);
+    Pipe {
+        cts: off,
+        produced: off + 64,
+        consumed: off + 128,
+        data: off + crate::shm::PIPE_HDR,
+        cap: 2 * a.lay.pipe_seg,
+    }
+}
+
+// ---------------------------------------------------------------- engine
+
+fn matches(r: &RecvReq, src: usize, ctx: u32, tag: i32) -> bool {
+    r.ctx == ctx && (r.src == MPI_ANY_SOURCE || r.src as usize == src) && (r.tag == MPI_ANY_TAG || r.tag == tag)
+}
+
+impl Engine {
+    fn alloc(&mut self, r: Req) -> usize {
+        match self.free.pop() {
+            Some(i) => {
+                self.reqs[i] = Some(r);
+                i
+            }
+            None => {
+                self.reqs.push(Some(r));
+                self.reqs.len() - 1
+            }
+        }
+    }
+
+    fn req(&mut self, id: usize) -> &mut Req {
+        self.reqs[id].as_mut().expect("live request")
+    }
+
+    fn recv_of(&mut self, id: usize) -> &mut RecvReq {
+        match &mut self.req(id).kind {
+            ReqKind::Recv(r) => r,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Delivers an eager payload or starts a rendezvous for matched receive `id`.
+    fn deliver(&mut self, a: &Arena, id: usize, src: usize, tag: i32, len: usize, payload: Result<&[u8], u64>) {
+        let req = self.req(id);
+        let comm_src = req.from_world.from_world[src];
+        let ReqKind::Recv(r) = &mut req.kind else { unreachable!() };
+        r.comm_src = comm_src;
+        let cap = r.buf.len();
+        match payload {
+            Ok(bytes) => {
+                let n = len.min(cap);
+                r.buf.write_at(0, &bytes[..n]);
+                r.stage = RecvStage::Done;
+                req.complete = true;
+                req.status = Status {
+                    source: comm_src,
+                    tag,
+                    error: if len > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS },
+                    count_bytes: n as u64,
+                    cancelled: false,
+                };
+                if len > cap {
+                    req.status.count_bytes = cap as u64;
+                }
+            }
+            Err(msg_id) => {
+                r.stage = RecvStage::Streaming { src, len, got: 0, msg_id, cts_sent: false };
+                req.status.tag = tag;
+                req.status.source = comm_src;
+                self.rdv_recvs[src].push_back(id);
+                self.advance_rdv_recv(a, src);
+            }
+        }
+    }
+
+    /// Issues CTS for the first waiting rendezvous from `src` and pulls what is there.
+    fn advance_rdv_recv(&mut self, a: &Arena, src: usize) {
+        let me = crate::runtime::job_any().unwrap().rank;
+        while let Some(&id) = self.rdv_recvs[src].front() {
+            let p = pipe(a, src, me);
+            let r = self.recv_of(id);
+            let RecvStage::Streaming { len, got, msg_id, cts_sent, .. } = &mut r.stage else { unreachable!() };
+            if !*cts_sent {
+                a.u64_at(p.cts).store(*msg_id, Ordering::SeqCst);
+                *cts_sent = true;
+                notify(a, src);
+            }
+            // Pull available bytes.
+            let produced = a.u64_at(p.produced).load(Ordering::Acquire) as usize;
+            let mut consumed = a.u64_at(p.consumed).load(Ordering::Relaxed) as usize;
+            let cap = r.buf.len();
+            let mut moved = false;
+            while consumed < produced && *got < *len {
+                let pos = consumed % p.cap;
+                let n = (produced - consumed).min(p.cap - pos).min(*len - *got);
+                if *got < cap {
+                    let k = n.min(cap - *got);
+                    r.buf.write_at(*got, a.slice(p.data + pos, k));
+                }
+                *got += n;
+                consumed += n;
+                moved = true;
+            }
+            if moved {
+                a.u64_at(p.consumed).store(consumed as u64, Ordering::SeqCst);
+                notify(a, src);
+            }
+            if *got < *len {
+                return;
+            }
+            let (len, cap) = (*len, cap);
+            r.stage = RecvStage::Done;
+            let req = self.req(id);
+            req.complete = true;
+            req.status.count_bytes = len.min(cap) as u64;
+            req.status.error = if len > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS };
+            self.rdv_recvs[src].pop_front();
+        }
+    }
+
+    /// Drains every incoming ring, matching frames against posted receives.
+    fn drain(&mut self, a: &Arena, me: usize, n: usize) {
+        for src in 0..n {
+            let r = ring(a, src, me);
+            let mut tail = a.u64_at(r.tail).load(Ordering::Relaxed) as usize;
+            let head = a.u64_at(r.head).load(Ordering::Acquire) as usize;
+            if tail == head {
+                continue;
+            }
+            while tail < head {
+                let at = r.data + tail % r.cap;
+                let h = read_hdr(a, at);
+                if h.kind != F_PAD {
+                    let pos = self.posted.iter().position(|&id| match &self.reqs[id].as_ref().unwrap().kind {
+                        ReqKind::Recv(rr) => matches(rr, src, h.ctx, h.tag),
+                        _ => false,
+                    });
+                    match (pos, h.kind) {
+                        (Some(p), F_EAGER) => {
+                            let id = self.posted.remove(p).unwrap();
+                            self.deliver(a, id, src, h.tag, h.len, Ok(a.slice(at + FRAME_HDR, h.len)));
+                        }
+                        (Some(p), _) => {
+                            let id = self.posted.remove(p).unwrap();
+                            self.deliver(a, id, src, h.tag, h.len, Err(h.id));
+                        }
+                        (None, kind) => self.unexpected.push_back(Unexpected {
+                            src,
+                            ctx: h.ctx,
+                            tag: h.tag,
+                            len: h.len,
+                            payload: (kind == F_EAGER).then(|| a.slice(at + FRAME_HDR, h.len).to_vec()),
+                            msg_id: h.id,
+                        }),
+                    }
+                }
+                tail += h.fbytes;
+            }
+            a.u64_at(r.tail).store(tail as u64, Ordering::SeqCst);
+            notify(a, src);
+        }
+    }
+
+    /// Pushes queued sends into rings and streams rendezvous data.
+    fn push_sends(&mut self, a: &Arena, me: usize) {
+        for dst in 0..self.queued.len() {
+            while let Some(&id) = self.queued[dst].front() {
+                let ReqKind::Send(s) = &mut self.reqs[id].as_mut().unwrap().kind else { unreachable!() };
+                let (kind, len) = (if s.rdv { F_RTS } else { F_EAGER }, s.data.len() as u64);
+                if !try_push(a, me, dst, kind, s.ctx, s.tag, len, s.msg_id, &s.data) {
+                    break;
+                }
+                self.queued[dst].pop_front();
+                if s.rdv {
+                    s.stage = SendStage::AwaitCts;
+                    self.rdv_sends.push(id);
+                } else {
+                    s.stage = SendStage::Done;
+                    let bs = s.bsend_bytes;
+                    self.bsend_used -= bs;
+                    self.req(id).complete = true;
+                }
+            }
+        }
+        let mut i = 0;
+        while i < self.rdv_sends.len() {
+            let id = self.rdv_sends[i];
+            let ReqKind::Send(s) = &mut self.reqs[id].as_mut().unwrap().kind else { unreachable!() };
+            let p = pipe(a, me, s.dst);
+            if s.stage == SendStage::AwaitCts && a.u64_at(p.cts).load(Ordering::Acquire) == s.msg_id {
+                s.stage = SendStage::Streaming { sent: 0 };
+            }
+            if let SendStage::Streaming { sent } = &mut s.stage {
+                let consumed = a.u64_at(p.consumed).load(Ordering::Acquire) as usize;
+                let mut produced = a.u64_at(p.produced).load(Ordering::Relaxed) as usize;
+                let len = s.data.len();
+                let mut moved = false;
+                while *sent < len && produced - consumed < p.cap {
+                    let pos = produced % p.cap;
+                    let room = p.cap - (produced - consumed);
+                    let k = (len - *sent).min(p.cap - pos).min(room).min(a.lay.pipe_seg);
+                    s.data.copy_out(*sent, a.slice_mut(p.data + pos, k));
+                    *sent += k;
+                    produced += k;
+                    moved = true;
+                }
+                if moved {
+                    a.u64_at(p.produced).store(produced as u64, Ordering::SeqCst);
+                    notify(a, s.dst);
+                }
+                if *sent == len {
+                    s.stage = SendStage::Done;
+                    let bs = s.bsend_bytes;
+                    self.bsend_used -= bs;
+                    self.req(id).complete = true;
+                    self.rdv_sends.swap_remove(i);
+                    continue;
+                }
+            }
+            i += 1;
+        }
+    }
+
+    fn progress(&mut self, job: &Job) {
+        let a = &job.arena;
+        self.push_sends(a, job.rank);
+        self.drain(a, job.rank, job.size);
+        for src in 0..job.size {
+            if !self.rdv_recvs[src].is_empty() {
+                self.advance_rdv_recv(a, src);
+            }
+        }
+        self.push_sends(a, job.rank);
+        if !self.detached.is_empty() {
+            let mut i = 0;
+            while i < self.detached.len() {
+                let id = self.detached[i];
+                if self.req(id).complete {
+                    self.reqs[id] = None;
+                    self.free.push(id);
+                    self.detached.swap_remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- public API
+
+/// A request id in the engine's table.
+pub type ReqId = usize;
+
+/// Starts a send of `data` to rank `dest` of `comm`.
+pub fn isend(comm: &std::sync::Arc<Comm>, data: SendData, dest: i32, tag: i32, mode: Mode) -> MpiResult<ReqId> {
+    with_engine(|e, job| {
+        if dest == MPI_PROC_NULL {
+            return Ok(e.alloc(Req {
+                kind: ReqKind::Done,
+                complete: true,
+                status: Status::proc_null(),
+                from_world: comm.clone(),
+            }));
+        }
+        let dst = comm.peer_world(dest as usize);
+        let len = data.len();
+        let mut bsend_bytes = 0;
+        let data = if mode == Mode::Buffered {
+            bsend_bytes = len + MPI_BSEND_OVERHEAD as usize;
+            if e.bsend_used + bsend_bytes > e.bsend_cap {
+                return Err(err(
+                    MPI_ERR_BUFFER,
+                    format!(
+                        "MPI_Bsend of {len} bytes needs {bsend_bytes} bytes of attached buffer but only {} of {} are free (attach a larger buffer with MPI_Buffer_attach)",
+                        e.bsend_cap - e.bsend_used,
+                        e.bsend_cap
+                    ),
+                ));
+            }
+            e.bsend_used += bsend_bytes;
+            match data {
+                SendData::User(b) => SendData::Owned(b.as_slice().to_vec()),
+                o => o,
+            }
+        } else {
+            data
+        };
+        let rdv = mode == Mode::Sync || len > eager_max(&job.arena);
+        let msg_id = e.next_msg_id[dst];
+        e.next_msg_id[dst] += 1;
+        let id = e.alloc(Req {
+            kind: ReqKind::Send(SendReq {
+                dst,
+                ctx: comm.ctx as u32,
+                tag,
+                data,
+                rdv,
+                msg_id,
+                stage: SendStage::Queued,
+                bsend_bytes,
+            }),
+            complete: false,
+            status: Status::empty(),
+            from_world: comm.clone(),
+        });
+        e.queued[dst].push_back(id);
+        e.progress(job);
+        Ok(id)
+    })?
+}
+
+/// Posts a receive into `buf` from rank `source` (or MPI_ANY_SOURCE) of `comm`.
+pub fn irecv(comm: &std::sync::Arc<Comm>, buf: UserBuf, source: i32, tag: i32) -> MpiResult<ReqId> {
+    with_engine(|e, job| {
+        if source == MPI_PROC_NULL {
+            return e.alloc(Req {
+                kind: ReqKind::Done,
+                complete: true,
+                status: Status::proc_null(),
+                from_world: comm.clone(),
+            });
+        }
+        let src = if source == MPI_ANY_SOURCE { MPI_ANY_SOURCE } else { comm.peer_world(source as usize) as i32 };
+        let r = RecvReq {
+            ctx: comm.ctx as u32,
+            src,
+            tag,
+            buf,
+            stage: RecvStage::Posted,
+            comm_src: MPI_ANY_SOURCE,
+        };
+        let id = e.alloc(Req {
+            kind: ReqKind::Recv(r),
+            complete: false,
+            status: Status::empty(),
+            from_world: comm.clone(),
+        });
+        e.progress(job);
+        // Unexpected messages first, in arrival order.
+        let pos = {
+            let ReqKind::Recv(r) = &e.reqs[id].as_ref().unwrap().kind else { unreachable!() };
+            e.unexpected.iter().position(|u| matches(r, u.src, u.ctx, u.tag))
+        };
+        if let Some(p) = pos {
+            let u = e.unexpected.remove(p).unwrap();
+            match &u.payload {
+                Some(bytes) => e.deliver(&job.arena, id, u.src, u.tag, u.len, Ok(bytes)),
+                None => e.deliver(&job.arena, id, u.src, u.tag, u.len, Err(u.msg_id)),
+            }
+        } else {
+            e.posted.push_back(id);
+        }
+        id
+    })
+}
+
+/// Runs the progress engine once.
+pub fn progress() {
+    let _ = with_engine(|e, job| e.progress(job));
+}
+
+/// Tests a request: Some(status) and frees it if complete.
+pub fn test(id: ReqId) -> MpiResult<Option<Status>> {
+    with_engine(|e, job| {
+        if !e.req(id).complete {
+            e.progress(job);
+        }
+        if e.req(id).complete {
+            let st = e.req(id).status;
+            e.reqs[id] = None;
+            e.free.push(id);
+            Some(st)
+        } else {
+            None
+        }
+    })
+}
+
+/// True if request `id` is complete (does not free it).
+pub fn is_complete(id: ReqId) -> bool {
+    with_engine(|e, job| {
+        if !e.req(id).complete {
+            e.progress(job);
+        }
+        e.req(id).complete
+    })
+    .unwrap_or(true)
+}
+
+/// Peeks the status of a complete request without freeing it.
+pub fn peek(id: ReqId) -> Option<Status> {
+    with_engine(|e, _| e.reqs.get(id).and_then(|r| r.as_ref()).filter(|r| r.complete).map(|r| r.status)).ok().flatten()
+}
+
+/// Whether `id` is a live request.
+pub fn exists(id: ReqId) -> bool {
+    with_engine(|e, _| e.reqs.get(id).is_some_and(|r| r.is_some())).unwrap_or(false)
+}
+
+/// Waits for request `id`, frees it and returns its status.
+pub fn wait(id: ReqId) -> MpiResult<Status> {
+    let job = crate::runtime::job()?;
+    let mut b = Backoff::new(&job.arena, job.rank, job.policy);
+    loop {
+        if let Some(st) = test(id)? {
+            return Ok(st);
+        }
+        b.pause(|| is_complete(id));
+    }
+}
+
+/// Blocks until `cond` holds, running the progress engine meanwhile.
+pub fn wait_until(mut cond: impl FnMut() -> bool) -> MpiResult<()> {
+    let job = crate::runtime::job()?;
+    let mut b = Backoff::new(&job.arena, job.rank, job.policy);
+    loop {
+        progress();
+        if cond() {
+            return Ok(());
+        }
+        b.pause(|| {
+            progress();
+            cond()
+        });
+    }
+}
+
+/// Registers an already-complete request (used by operations finished at once).
+pub fn completed(comm: &std::sync::Arc<Comm>, status: Status) -> MpiResult<ReqId> {
+    with_engine(|e, _| {
+        e.alloc(Req {
+            kind: ReqKind::Done,
+            complete: true,
+            status,
+            from_world: comm.clone(),
+        })
+    })
+}
+
+/// Cancels a receive that has not matched yet. Returns false if it cannot be cancelled
+/// (already matched, or a send: sends complete normally).
+pub fn cancel(id: ReqId) -> MpiResult<bool> {
+    with_engine(|e, _| {
+        if let Some(p) = e.posted.iter().position(|&x| x == id) {
+            e.posted.remove(p);
+            let r = e.req(id);
+            r.complete = true;
+            r.status = Status { cancelled: true, ..Status::empty() };
+            true
+        } else {
+            false
+        }
+    })
+}
+
+/// Probes for a matching message without receiving it.
+pub fn iprobe(comm: &std::sync::Arc<Comm>, source: i32, tag: i32) -> MpiResult<Option<Status>> {
+    with_engine(|e, job| {
+        if source == MPI_PROC_NULL {
+            return Some(Status::proc_null());
+        }
+        e.progress(job);
+        let src = if source == MPI_ANY_SOURCE { MPI_ANY_SOURCE } else { comm.peer_world(source as usize) as i32 };
+        let probe = RecvReq {
+            ctx: comm.ctx as u32,
+            src,
+            tag,
+            buf: UserBuf::empty(),
+            stage: RecvStage::Posted,
+            comm_src: 0,
+        };
+        e.unexpected.iter().find(|u| matches(&probe, u.src, u.ctx, u.tag)).map(|u| Status {
+            source: comm.from_world[u.src],
+            tag: u.tag,
+            error: MPI_SUCCESS,
+            count_bytes: u.len as u64,
+            cancelled: false,
+        })
+    })
+}
+
+/// MPI_Buffer_attach / detach bookkeeping: returns the previous (address, size).
+pub fn bsend_attach(addr: usize, size: usize) -> MpiResult<()> {
+    with_engine(|e, _| {
+        if e.bsend_cap > 0 {
+            return Err(err(MPI_ERR_BUFFER, "a buffer is already attached (detach it first)"));
+        }
+        e.bsend_cap = size;
+        e.bsend_buf = addr;
+        Ok(())
+    })?
+}
+
+/// Detaches the MPI_Bsend buffer once every buffered send has left it.
+pub fn bsend_detach() -> MpiResult<(usize, usize)> {
+    wait_until(|| with_engine(|e, _| e.bsend_used == 0).unwrap_or(true))?;
+    with_engine(|e, _| {
+        let r = (e.bsend_buf, e.bsend_cap);
+        e.bsend_cap = 0;
+        e.bsend_buf = 0;
+        r
+    })
+}
+
+/// Number of live requests (for leak checks and tests).
+pub fn live_requests() -> usize {
+    with_engine(|e, _| e.reqs.iter().filter(|r| r.is_some()).count()).unwrap_or(0)
+}
+
+/// Lets a request complete on its own (MPI_Request_free, MPI_Bsend): it is freed by the
+/// engine once complete.
+pub fn detach(id: ReqId) -> MpiResult<()> {
+    with_engine(|e, job| {
+        e.progress(job);
+        if e.req(id).complete {
+            e.reqs[id] = None;
+            e.free.push(id);
+        } else {
+            e.detached.push(id);
+        }
+    })
+}

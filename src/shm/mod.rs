@@ -48,6 +48,8 @@ pub const CHAN_CTRL: usize = CACHE_LINE;
 pub const CHAN_MEMBER: usize = 2 * CACHE_LINE;
 /// Maximum number of live communicators (channels) in a job.
 pub const NCHAN: usize = 2048;
+/// The channel of MPI_COMM_WORLD; MPI_COMM_SELF of rank r uses `1 + r`.
+pub const WORLD_CHANNEL: usize = 0;
 
 fn round_up(x: usize, a: usize) -> usize {
     x.div_ceil(a) * a
@@ -160,6 +162,13 @@ pub fn create_job_arena(n: usize) -> io::Result<OwnedFd> {
     }
     let a = Arena::map(owned.as_raw_fd(), n)?;
     a.u64_at(H_NRANKS).store(n as u64, Ordering::Relaxed);
+    // Channel 0 is MPI_COMM_WORLD's, channel 1 + r is rank r's MPI_COMM_SELF.
+    a.reserve_channel(0);
+    a.u64_at(a.lay.chan(0)).store(n as u64, Ordering::Relaxed);
+    for r in 0..n {
+        a.reserve_channel(1 + r);
+        a.u64_at(a.lay.chan(1 + r)).store(1, Ordering::Relaxed);
+    }
     a.u64_at(H_MAGIC).store(MAGIC, Ordering::Release);
     drop(a);
     Ok(owned)

@@ -1,1 +1,5 @@
 //! C entry points, grouped as the standard's chapters.
+pub mod coll;
+pub mod comm;
+pub mod init;
+pub mod p2p;

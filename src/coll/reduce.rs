@@ -1,0 +1,181 @@
+//! MPI_Reduce, MPI_Allreduce, MPI_Reduce_scatter(_block), MPI_Scan, MPI_Exscan.
+//!
+//! Algorithm (one engine for all of them):
+//! - Small vectors (at most `SMALL` bytes): one step. Every member copies its input into
+//!   its slot; after the step each member that receives part of the result reduces just
+//!   that part, reading all slots in canonical order, straight into its receive buffer.
+//!   Cost: 1 synchronisation, 1 copy in, (n-1) x (bytes received) reduction reads.
+//! - Larger vectors: a pipeline over chunks of one slot. In step t every member deposits
+//!   chunk t, and after the step reduces its 1/n share of chunk t (canonical order) into
+//!   the result buffer and copies its part of chunk t-1 out of the result buffer.
+//!   Cost: chunks+1 synchronisations; per member 1 copy in, n x (chunk/n) reduction reads,
+//!   1 copy out of what it receives: each element is reduced once, by one member.
+//!
+//! Order: for a commutative op the fold is `acc = x0; acc = x_k op acc` for k = 1..n-1,
+//! which for IEEE + and * gives the bits of the sequential left-to-right loop. For a
+//! non-commutative user op the fold is `acc = x_{n-1}; acc = x_k op acc` for k = n-2..0,
+//! i.e. x0 op (x1 op (... op x_{n-1})), the standard's operand order.
+use super::{share, Chan};
+use crate::comm::Comm;
+use crate::error::MpiResult;
+use crate::p2p::UserBuf;
+
+/// `inout = in op inout`, element-wise over whole elements.
+pub type RedFn<'a> = &'a dyn Fn(&[u8], &mut [u8]) -> MpiResult<()>;
+
+pub struct Reduction<'a> {
+    pub f: RedFn<'a>,
+    pub commutative: bool,
+    pub extent: usize,
+}
+
+/// Vectors up to this many bytes take the one-step path.
+pub const SMALL: usize = 16 << 10;
+
+/// What one member contributes and receives.
+pub struct Part {
+    /// The input vector; `None` means MPI_IN_PLACE: the input is `recv[0..total]`.
+    pub send: Option<UserBuf>,
+    /// Where this member's part of the result goes.
+    pub recv: UserBuf,
+    /// The byte range of the result vector this member receives (`lo..hi`), written at
+    /// `recv[off - lo]`.
+    pub lo: usize,
+    pub hi: usize,
+}
+
+impl Part {
+    fn input(&self, off: usize, dst: &mut [u8]) {
+        match &self.send {
+            Some(s) => s.read_at(off, dst),
+            None => self.recv.read_at(off, dst),
+        }
+    }
+}
+
+/// Folds `srcs` (in rank order) into `acc` as the module comment says. `acc` must not
+/// overlap any source.
+fn fold(red: &Reduction, srcs: &[&[u8]], acc: &mut [u8]) -> MpiResult<()> {
+    let n = srcs.len();
+    if n == 0 {
+        return Ok(());
+    }
+    if red.commutative {
+        acc.copy_from_slice(srcs[0]);
+        for s in &srcs[1..] {
+            (red.f)(s, acc)?;
+        }
+    } else {
+        acc.copy_from_slice(srcs[n - 1]);
+        for s in srcs[..n - 1].iter().rev() {
+            (red.f)(s, acc)?;
+        }
+    }
+    Ok(())
+}
+
+/// The reduction of every member's `total`-byte vector; each member receives the part
+/// its `Part` names.
+pub fn reduce_vector(comm: &Comm, total: usize, red: &Reduction, part: &Part) -> MpiResult<()> {
+    let ch = Chan::new(comm)?;
+    let n = ch.n;
+    let e = red.extent.max(1);
+    if n == 1 {
+        if let Some(s) = &part.send {
+            if part.hi > part.lo {
+                let mut tmp = vec![0u8; part.hi - part.lo];
+                s.read_at(part.lo, &mut tmp);
+                part.recv.write_at(0, &tmp);
+            }
+        } else if part.lo > 0 && part.hi > part.lo {
+            // In place with the output at the start of recv (reduce_scatter).
+            let mut tmp = vec![0u8; part.hi - part.lo];
+            part.recv.read_at(part.lo, &mut tmp);
+            part.recv.write_at(0, &tmp);
+        }
+        return Ok(());
+    }
+    let chunk = (ch.slot_bytes / e) * e;
+    assert!(chunk > 0, "datatype extent {e} larger than a channel slot");
+    if total <= SMALL.min(chunk) {
+        let (_, p) = ch.next_step();
+        if total > 0 {
+            part.input(0, ch.slice_mut(ch.slot(ch.me, p), total));
+        }
+        ch.step()?;
+        if part.hi > part.lo {
+            let srcs: Vec<&[u8]> = (0..n)
+                .map(|i| ch.slice(ch.slot(i, p) + part.lo, part.hi - part.lo))
+                .collect();
+            let out = &mut part.recv.as_mut_slice()[..part.hi - part.lo];
+            fold(red, &srcs, out)?;
+        }
+        return Ok(());
+    }
+    let nchunks = total.div_ceil(chunk);
+    let mut prev: Option<(usize, usize, usize)> = None; // (chunk start, len, parity)
+    for t in 0..=nchunks {
+        let (_, p) = ch.next_step();
+        let cur = (t < nchunks).then(|| {
+            let start = t * chunk;
+            (start, chunk.min(total - start))
+        });
+        if let Some((start, len)) = cur {
+            part.input(start, ch.slice_mut(ch.slot(ch.me, p), len));
+        }
+        ch.step()?;
+        if let Some((start, len, pp)) = prev {
+            let lo = part.lo.max(start);
+            let hi = part.hi.min(start + len);
+            if hi > lo {
+                part.recv
+                    .write_at(lo - part.lo, ch.slice(ch.result(pp) + (lo - start), hi - lo));
+            }
+        }
+        if let Some((start, len)) = cur {
+            let (a, b) = share(len / e, n, ch.me);
+            if b > a {
+                let (a, b) = (a * e, b * e);
+                let srcs: Vec<&[u8]> = (0..n).map(|i| ch.slice(ch.slot(i, p) + a, b - a)).collect();
+                fold(red, &srcs, ch.slice_mut(ch.result(p) + a, b - a))?;
+            }
+            prev = Some((start, len, p));
+        }
+    }
+    Ok(())
+}
+
+/// MPI_Scan (inclusive) and MPI_Exscan: member i receives the fold of members 0..=i
+/// (or 0..i).
+pub fn scan(comm: &Comm, total: usize, red: &Reduction, send: Option<UserBuf>, recv: UserBuf, exclusive: bool) -> MpiResult<()> {
+    let ch = Chan::new(comm)?;
+    let n = ch.n;
+    let e = red.extent.max(1);
+    if n == 1 {
+        if let (Some(s), false) = (&send, exclusive) {
+            recv.write_at(0, s.as_slice());
+        }
+        return Ok(());
+    }
+    let chunk = (ch.slot_bytes / e) * e;
+    let nchunks = total.div_ceil(chunk).max(1);
+    let upto = if exclusive { ch.me } else { ch.me + 1 };
+    for t in 0..nchunks {
+        let (_, p) = ch.next_step();
+        let start = t * chunk;
+        let len = chunk.min(total.saturating_sub(start));
+        if len > 0 {
+            let dst = ch.slice_mut(ch.slot(ch.me, p), len);
+            match &send {
+                Some(s) => s.read_at(start, dst),
+                None => recv.read_at(start, dst),
+            }
+        }
+        ch.step()?;
+        if len > 0 && upto > 0 {
+            let srcs: Vec<&[u8]> = (0..upto).map(|i| ch.slice(ch.slot(i, p), len)).collect();
+            fold(red, &srcs, &mut recv.as_mut_slice()[start..start + len])?;
+        }
+    }
+    Ok(())
+}

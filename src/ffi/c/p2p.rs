@@ -1,0 +1,552 @@
+//! Point-to-point entry points.
+use crate::abi::*;
+use crate::error::{err, MpiResult};
+use crate::ffi::check;
+use crate::mpi_entry;
+use crate::p2p::{self, Mode, SendData, Status};
+use std::os::raw::{c_int, c_void};
+
+pub const STATUS_IGNORE: usize = 1;
+
+/// The C MPI_Status, 20 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct CStatus {
+    pub count_lo: c_int,
+    pub count_hi_and_cancelled: c_int,
+    pub source: c_int,
+    pub tag: c_int,
+    pub error: c_int,
+}
+
+impl CStatus {
+    pub fn from(st: &Status) -> CStatus {
+        CStatus {
+            count_lo: st.count_bytes as u32 as c_int,
+            count_hi_and_cancelled: (((st.count_bytes >> 32) as c_int) << 1) | st.cancelled as c_int,
+            source: st.source,
+            tag: st.tag,
+            error: st.error,
+        }
+    }
+    pub fn count_bytes(&self) -> u64 {
+        (self.count_lo as u32 as u64) | (((self.count_hi_and_cancelled as u32 >> 1) as u64) << 32)
+    }
+}
+
+/// Writes `st` unless `p` is MPI_STATUS_IGNORE (or NULL).
+pub fn put_status(p: *mut CStatus, st: &Status) {
+    if !p.is_null() && p as usize != STATUS_IGNORE {
+        // SAFETY: a non-ignore status pointer is valid for one MPI_Status.
+        unsafe { p.write(CStatus::from(st)) };
+    }
+}
+
+/// Writes status `i` of an array unless it is MPI_STATUSES_IGNORE.
+pub fn put_status_at(p: *mut CStatus, i: usize, st: &Status) {
+    if !p.is_null() && p as usize != STATUS_IGNORE {
+        // SAFETY: the array has one status per request, as the standard requires.
+        unsafe { p.add(i).write(CStatus::from(st)) };
+    }
+}
+
+pub fn req_handle(id: usize) -> i32 {
+    direct_handle(OBJ_REQUEST, id)
+}
+
+pub fn req_id(h: i32) -> MpiResult<Option<usize>> {
+    if h == MPI_REQUEST_NULL {
+        return Ok(None);
+    }
+    match direct_index(h, OBJ_REQUEST) {
+        Some(i) if p2p::exists(i) => Ok(Some(i)),
+        _ => Err(err(MPI_ERR_REQUEST, format!("request={h:#x} is not a valid request (already completed and freed?)"))),
+    }
+}
+
+fn status_error(st: &Status) -> MpiResult<()> {
+    if st.error != MPI_SUCCESS {
+        let msg = if st.error == MPI_ERR_TRUNCATE {
+            format!("message from rank {} with tag {} was longer than the receive buffer (received {} bytes, truncated)", st.source, st.tag, st.count_bytes)
+        } else {
+            "the operation failed".to_string()
+        };
+        Err(err(st.error, msg))
+    } else {
+        Ok(())
+    }
+}
+
+struct SendArgs {
+    comm: std::sync::Arc<crate::comm::Comm>,
+    data: SendData,
+    dest: c_int,
+    tag: c_int,
+}
+
+fn send_args(buf: *const c_void, count: c_int, dt: i32, dest: c_int, tag: c_int, comm: i32) -> MpiResult<SendArgs> {
+    let c = check::comm(comm)?;
+    let n = check::count(count, "count")?;
+    let t = check::datatype(dt, "datatype")?;
+    check::rank(dest, c.peer_size(), "dest", &[MPI_PROC_NULL])?;
+    check::send_tag(tag)?;
+    let b = check::buffer(buf, check::span(&t, n)?, "buf")?;
+    Ok(SendArgs { comm: c, data: SendData::User(b), dest, tag })
+}
+
+fn start_send(a: SendArgs, mode: Mode) -> MpiResult<usize> {
+    p2p::isend(&a.comm, a.data, a.dest, a.tag, mode)
+}
+
+fn blocking_send(buf: *const c_void, count: c_int, dt: i32, dest: c_int, tag: c_int, comm: i32, mode: Mode) -> MpiResult<()> {
+    let a = send_args(buf, count, dt, dest, tag, comm)?;
+    let id = start_send(a, mode)?;
+    p2p::wait(id).map(|_| ())
+}
+
+mpi_entry!(MPI_Send, PMPI_Send, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32), errcomm = comm, {
+    blocking_send(buf, count, datatype, dest, tag, comm, Mode::Standard)
+});
+mpi_entry!(MPI_Ssend, PMPI_Ssend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32), errcomm = comm, {
+    blocking_send(buf, count, datatype, dest, tag, comm, Mode::Sync)
+});
+mpi_entry!(MPI_Rsend, PMPI_Rsend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32), errcomm = comm, {
+    blocking_send(buf, count, datatype, dest, tag, comm, Mode::Ready)
+});
+mpi_entry!(MPI_Bsend, PMPI_Bsend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32), errcomm = comm, {
+    let a = send_args(buf, count, datatype, dest, tag, comm)?;
+    let id = start_send(a, Mode::Buffered)?;
+    // The data was copied: the request completes in the background; drop our handle
+    // once complete by freeing it lazily.
+    p2p::detach(id)
+});
+
+fn isend_entry(buf: *const c_void, count: c_int, dt: i32, dest: c_int, tag: c_int, comm: i32, req: *mut i32, mode: Mode) -> MpiResult<()> {
+    if req.is_null() {
+        return Err(err(MPI_ERR_ARG, "request is NULL"));
+    }
+    let a = send_args(buf, count, dt, dest, tag, comm)?;
+    let id = start_send(a, mode)?;
+    check::out(req, req_handle(id), "request")
+}
+
+mpi_entry!(MPI_Isend, PMPI_Isend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    isend_entry(buf, count, datatype, dest, tag, comm, request, Mode::Standard)
+});
+mpi_entry!(MPI_Issend, PMPI_Issend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    isend_entry(buf, count, datatype, dest, tag, comm, request, Mode::Sync)
+});
+mpi_entry!(MPI_Irsend, PMPI_Irsend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    isend_entry(buf, count, datatype, dest, tag, comm, request, Mode::Ready)
+});
+mpi_entry!(MPI_Ibsend, PMPI_Ibsend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    isend_entry(buf, count, datatype, dest, tag, comm, request, Mode::Buffered)
+});
+
+fn recv_args(buf: *mut c_void, count: c_int, dt: i32, source: c_int, tag: c_int, comm: i32) -> MpiResult<(std::sync::Arc<crate::comm::Comm>, crate::p2p::UserBuf)> {
+    let c = check::comm(comm)?;
+    let n = check::count(count, "count")?;
+    let t = check::datatype(dt, "datatype")?;
+    check::rank(source, c.peer_size(), "source", &[MPI_PROC_NULL, MPI_ANY_SOURCE])?;
+    check::recv_tag(tag)?;
+    let b = check::buffer(buf, check::span(&t, n)?, "buf")?;
+    Ok((c, b))
+}
+
+mpi_entry!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: i32, source: c_int, tag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
+    let (c, b) = recv_args(buf, count, datatype, source, tag, comm)?;
+    let id = p2p::irecv(&c, b, source, tag)?;
+    let st = p2p::wait(id)?;
+    put_status(status, &st);
+    status_error(&st)
+});
+
+mpi_entry!(MPI_Irecv, PMPI_Irecv, (buf: *mut c_void, count: c_int, datatype: i32, source: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    if request.is_null() {
+        return Err(err(MPI_ERR_ARG, "request is NULL"));
+    }
+    let (c, b) = recv_args(buf, count, datatype, source, tag, comm)?;
+    let id = p2p::irecv(&c, b, source, tag)?;
+    check::out(request, req_handle(id), "request")
+});
+
+#[allow(clippy::too_many_arguments)]
+fn sendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: i32, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, source: c_int, recvtag: c_int, comm: i32, status: *mut CStatus) -> MpiResult<()> {
+    let a = send_args(sendbuf, sendcount, sendtype, dest, sendtag, comm)?;
+    let (c, b) = recv_args(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+    let rid = p2p::irecv(&c, b, source, recvtag)?;
+    let sid = start_send(a, Mode::Standard)?;
+    let st = p2p::wait(rid)?;
+    p2p::wait(sid)?;
+    put_status(status, &st);
+    status_error(&st)
+}
+
+mpi_entry!(MPI_Sendrecv, PMPI_Sendrecv, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, source: c_int, recvtag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
+    sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+});
+
+mpi_entry!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, (buf: *mut c_void, count: c_int, datatype: i32, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
+    let a = send_args(buf, count, datatype, dest, sendtag, comm)?;
+    let (c, b) = recv_args(buf, count, datatype, source, recvtag, comm)?;
+    let copy = SendData::Owned(b.as_slice().to_vec());
+    let sid = p2p::isend(&a.comm, copy, a.dest, a.tag, Mode::Standard)?;
+    let rid = p2p::irecv(&c, b, source, recvtag)?;
+    let st = p2p::wait(rid)?;
+    p2p::wait(sid)?;
+    put_status(status, &st);
+    status_error(&st)
+});
+
+// ---------------------------------------------------------------- completion
+
+/// Waits for one request handle; sets it to MPI_REQUEST_NULL.
+fn wait_one(req: *mut i32, status: *mut CStatus) -> MpiResult<()> {
+    crate::runtime::job()?;
+    let h = check::inp(req, "request")?;
+    match req_id(h)? {
+        None => {
+            put_status(status, &Status::empty());
+            Ok(())
+        }
+        Some(id) => {
+            let st = p2p::wait(id)?;
+            check::out(req, MPI_REQUEST_NULL, "request")?;
+            put_status(status, &st);
+            status_error(&st)
+        }
+    }
+}
+
+mpi_entry!(MPI_Wait, PMPI_Wait, (request: *mut i32, status: *mut CStatus), errcomm = MPI_COMM_WORLD, { wait_one(request, status) });
+
+mpi_entry!(MPI_Test, PMPI_Test, (request: *mut i32, flag: *mut c_int, status: *mut CStatus), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let h = check::inp(request, "request")?;
+    match req_id(h)? {
+        None => {
+            put_status(status, &Status::empty());
+            check::out(flag, 1, "flag")
+        }
+        Some(id) => match p2p::test(id)? {
+            Some(st) => {
+                check::out(request, MPI_REQUEST_NULL, "request")?;
+                put_status(status, &st);
+                check::out(flag, 1, "flag")?;
+                status_error(&st)
+            }
+            None => check::out(flag, 0, "flag"),
+        },
+    }
+});
+
+fn ids(reqs: &[i32]) -> MpiResult<Vec<Option<usize>>> {
+    reqs.iter().map(|&h| req_id(h)).collect()
+}
+
+mpi_entry!(MPI_Waitall, PMPI_Waitall, (count: c_int, array_of_requests: *mut i32, array_of_statuses: *mut CStatus), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let n = check::count(count, "count")?;
+    let reqs = check::array_mut(array_of_requests, n, "array_of_requests")?;
+    let ids = ids(reqs)?;
+    let mut any_err = false;
+    for (i, id) in ids.iter().enumerate() {
+        let st = match id {
+            None => Status::empty(),
+            Some(id) => {
+                let st = p2p::wait(*id)?;
+                reqs[i] = MPI_REQUEST_NULL;
+                st
+            }
+        };
+        any_err |= st.error != MPI_SUCCESS;
+        put_status_at(array_of_statuses, i, &st);
+    }
+    if any_err {
+        Err(err(MPI_ERR_IN_STATUS, "one or more requests failed; see the MPI_ERROR fields of the statuses"))
+    } else {
+        Ok(())
+    }
+});
+
+mpi_entry!(MPI_Testall, PMPI_Testall, (count: c_int, array_of_requests: *mut i32, flag: *mut c_int, array_of_statuses: *mut CStatus), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let n = check::count(count, "count")?;
+    let reqs = check::array_mut(array_of_requests, n, "array_of_requests")?;
+    let ids = ids(reqs)?;
+    p2p::progress();
+    if !ids.iter().all(|id| id.is_none_or(p2p::is_complete)) {
+        return check::out(flag, 0, "flag");
+    }
+    let mut any_err = false;
+    for (i, id) in ids.iter().enumerate() {
+        let st = match id {
+            None => Status::empty(),
+            Some(id) => {
+                reqs[i] = MPI_REQUEST_NULL;
+                p2p::test(*id)?.unwrap_or_else(Status::empty)
+            }
+        };
+        any_err |= st.error != MPI_SUCCESS;
+        put_status_at(array_of_statuses, i, &st);
+    }
+    check::out(flag, 1, "flag")?;
+    if any_err {
+        Err(err(MPI_ERR_IN_STATUS, "one or more requests failed; see the MPI_ERROR fields of the statuses"))
+    } else {
+        Ok(())
+    }
+});
+
+/// Completes one of `reqs` if any is complete: Some(index).
+fn any_complete(reqs: &mut [i32], status: *mut CStatus) -> MpiResult<Option<Option<usize>>> {
+    let ids = ids(reqs)?;
+    if ids.iter().all(|i| i.is_none()) {
+        return Ok(Some(None));
+    }
+    p2p::progress();
+    for (i, id) in ids.iter().enumerate() {
+        if let Some(id) = id {
+            if p2p::is_complete(*id) {
+                let st = p2p::test(*id)?.unwrap_or_else(Status::empty);
+                reqs[i] = MPI_REQUEST_NULL;
+                put_status(status, &st);
+                status_error(&st)?;
+                return Ok(Some(Some(i)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+mpi_entry!(MPI_Waitany, PMPI_Waitany, (count: c_int, array_of_requests: *mut i32, index: *mut c_int, status: *mut CStatus), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let n = check::count(count, "count")?;
+    let reqs = check::array_mut(array_of_requests, n, "array_of_requests")?;
+    let mut result = None;
+    let mut failure = None;
+    p2p::wait_until(|| match any_complete(reqs, status) {
+        Ok(Some(r)) => {
+            result = Some(r);
+            true
+        }
+        Ok(None) => false,
+        Err(e) => {
+            failure = Some(e);
+            true
+        }
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    match result.flatten() {
+        Some(i) => check::out(index, i as c_int, "index"),
+        None => {
+            put_status(status, &Status::empty());
+            check::out(index, MPI_UNDEFINED, "index")
+        }
+    }
+});
+
+mpi_entry!(MPI_Testany, PMPI_Testany, (count: c_int, array_of_requests: *mut i32, index: *mut c_int, flag: *mut c_int, status: *mut CStatus), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let n = check::count(count, "count")?;
+    let reqs = check::array_mut(array_of_requests, n, "array_of_requests")?;
+    match any_complete(reqs, status)? {
+        Some(Some(i)) => {
+            check::out(index, i as c_int, "index")?;
+            check::out(flag, 1, "flag")
+        }
+        Some(None) => {
+            put_status(status, &Status::empty());
+            check::out(index, MPI_UNDEFINED, "index")?;
+            check::out(flag, 1, "flag")
+        }
+        None => {
+            check::out(index, MPI_UNDEFINED, "index")?;
+            check::out(flag, 0, "flag")
+        }
+    }
+});
+
+/// Completes every complete request of `reqs`; returns how many (None: all null).
+fn some_complete(reqs: &mut [i32], indices: *mut c_int, statuses: *mut CStatus) -> MpiResult<Option<usize>> {
+    let ids = ids(reqs)?;
+    if ids.iter().all(|i| i.is_none()) {
+        return Ok(None);
+    }
+    p2p::progress();
+    let mut k = 0;
+    let mut any_err = false;
+    for (i, id) in ids.iter().enumerate() {
+        if let Some(id) = id {
+            if p2p::is_complete(*id) {
+                let st = p2p::test(*id)?.unwrap_or_else(Status::empty);
+                reqs[i] = MPI_REQUEST_NULL;
+                // SAFETY: indices has room for count entries (standard).
+                unsafe { indices.add(k).write(i as c_int) };
+                put_status_at(statuses, k, &st);
+                any_err |= st.error != MPI_SUCCESS;
+                k += 1;
+            }
+        }
+    }
+    if any_err {
+        return Err(err(MPI_ERR_IN_STATUS, "one or more requests failed; see the MPI_ERROR fields of the statuses"));
+    }
+    Ok(Some(k))
+}
+
+mpi_entry!(MPI_Waitsome, PMPI_Waitsome, (incount: c_int, array_of_requests: *mut i32, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut CStatus), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let n = check::count(incount, "incount")?;
+    let reqs = check::array_mut(array_of_requests, n, "array_of_requests")?;
+    if n > 0 && array_of_indices.is_null() {
+        return Err(err(MPI_ERR_ARG, "array_of_indices is NULL"));
+    }
+    let mut got = None;
+    let mut failure = None;
+    p2p::wait_until(|| match some_complete(reqs, array_of_indices, array_of_statuses) {
+        Ok(Some(0)) => false,
+        Ok(r) => {
+            got = Some(r);
+            true
+        }
+        Err(e) => {
+            failure = Some(e);
+            true
+        }
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    check::out(outcount, got.flatten().map_or(MPI_UNDEFINED, |k| k as c_int), "outcount")
+});
+
+mpi_entry!(MPI_Testsome, PMPI_Testsome, (incount: c_int, array_of_requests: *mut i32, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut CStatus), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let n = check::count(incount, "incount")?;
+    let reqs = check::array_mut(array_of_requests, n, "array_of_requests")?;
+    if n > 0 && array_of_indices.is_null() {
+        return Err(err(MPI_ERR_ARG, "array_of_indices is NULL"));
+    }
+    let r = some_complete(reqs, array_of_indices, array_of_statuses)?;
+    check::out(outcount, r.map_or(MPI_UNDEFINED, |k| k as c_int), "outcount")
+});
+
+mpi_entry!(MPI_Request_free, PMPI_Request_free, (request: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let h = check::inp(request, "request")?;
+    match req_id(h)? {
+        None => Err(err(MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL")),
+        Some(id) => {
+            p2p::detach(id)?;
+            check::out(request, MPI_REQUEST_NULL, "request")
+        }
+    }
+});
+
+mpi_entry!(MPI_Request_get_status, PMPI_Request_get_status, (request: i32, flag: *mut c_int, status: *mut CStatus), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    match req_id(request)? {
+        None => {
+            put_status(status, &Status::empty());
+            check::out(flag, 1, "flag")
+        }
+        Some(id) => {
+            if p2p::is_complete(id) {
+                let st = p2p::peek(id).unwrap_or_else(Status::empty);
+                put_status(status, &st);
+                check::out(flag, 1, "flag")
+            } else {
+                check::out(flag, 0, "flag")
+            }
+        }
+    }
+});
+
+mpi_entry!(MPI_Cancel, PMPI_Cancel, (request: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let h = check::inp(request, "request")?;
+    match req_id(h)? {
+        None => Err(err(MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL")),
+        Some(id) => {
+            // Receives that have not matched are cancelled; anything else completes
+            // normally (MPI allows a cancel to fail; MPI_Test_cancelled then says so).
+            p2p::cancel(id)?;
+            Ok(())
+        }
+    }
+});
+
+mpi_entry!(MPI_Test_cancelled, PMPI_Test_cancelled, (status: *const CStatus, flag: *mut c_int), errcomm = MPI_COMM_WORLD, {
+    let st = check::inp(status, "status")?;
+    check::out(flag, st.count_hi_and_cancelled & 1, "flag")
+});
+
+// ---------------------------------------------------------------- probe, counts
+
+fn probe_args(source: c_int, tag: c_int, comm: i32) -> MpiResult<std::sync::Arc<crate::comm::Comm>> {
+    let c = check::comm(comm)?;
+    check::rank(source, c.peer_size(), "source", &[MPI_PROC_NULL, MPI_ANY_SOURCE])?;
+    check::recv_tag(tag)?;
+    Ok(c)
+}
+
+mpi_entry!(MPI_Iprobe, PMPI_Iprobe, (source: c_int, tag: c_int, comm: i32, flag: *mut c_int, status: *mut CStatus), errcomm = comm, {
+    let c = probe_args(source, tag, comm)?;
+    match p2p::iprobe(&c, source, tag)? {
+        Some(st) => {
+            put_status(status, &st);
+            check::out(flag, 1, "flag")
+        }
+        None => check::out(flag, 0, "flag"),
+    }
+});
+
+mpi_entry!(MPI_Probe, PMPI_Probe, (source: c_int, tag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
+    let c = probe_args(source, tag, comm)?;
+    let mut found = None;
+    let mut failure = None;
+    p2p::wait_until(|| match p2p::iprobe(&c, source, tag) {
+        Ok(Some(st)) => {
+            found = Some(st);
+            true
+        }
+        Ok(None) => false,
+        Err(e) => {
+            failure = Some(e);
+            true
+        }
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    put_status(status, &found.unwrap());
+    Ok(())
+});
+
+fn count_of(status: *const CStatus, dt: i32) -> MpiResult<c_int> {
+    let st = check::inp(status, "status")?;
+    let t = check::datatype(dt, "datatype")?;
+    let bytes = st.count_bytes();
+    if t.size == 0 {
+        return Ok(if bytes == 0 { 0 } else { MPI_UNDEFINED });
+    }
+    if bytes % t.size as u64 != 0 {
+        return Ok(MPI_UNDEFINED);
+    }
+    let n = bytes / t.size as u64;
+    Ok(if n > i32::MAX as u64 { MPI_UNDEFINED } else { n as c_int })
+}
+
+mpi_entry!(MPI_Get_count, PMPI_Get_count, (status: *const CStatus, datatype: i32, count: *mut c_int), errcomm = MPI_COMM_WORLD, {
+    let n = count_of(status, datatype)?;
+    check::out(count, n, "count")
+});
+
+mpi_entry!(MPI_Get_elements, PMPI_Get_elements, (status: *const CStatus, datatype: i32, count: *mut c_int), errcomm = MPI_COMM_WORLD, {
+    // For predefined datatypes the basic elements are the elements themselves.
+    let n = count_of(status, datatype)?;
+    check::out(count, n, "count")
+});
