@@ -1,0 +1,301 @@
+//! The C (and Fortran) test suite: compiles every program listed in c_tests/LIST (and
+//! fortran_tests/LIST) with the installed wrappers in build/bin, runs it under
+//! build/bin/mpiexec for each listed process count, and reports one line per case.
+//!
+//! LIST format, one test per line (`#` starts a comment):
+//!
+//! ```text
+//! name np1,np2,... [timeout=SEC] [env=K=V,K2=V2] [expect=fail]
+//! ```
+//!
+//! The library and the wrappers are built by the Makefile before this runs. The
+//! environment variable SHMPI_TEST_FILTER keeps only tests whose name contains it.
+use std::collections::VecDeque;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const WORKERS: usize = 2;
+const DEFAULT_TIMEOUT: u64 = 60;
+const TAIL_LINES: usize = 15;
+
+#[derive(Clone, Debug)]
+struct Test {
+    name: String,
+    source: PathBuf,
+    fortran: bool,
+    nps: Vec<usize>,
+    timeout: u64,
+    env: Vec<(String, String)>,
+    expect_fail: bool,
+}
+
+fn parse_list(path: &Path, dir: &Path, fortran: bool) -> Result<Vec<Test>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut tests = Vec::new();
+    for (ln, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let bad = |what: &str| format!("{}:{}: {what}", path.display(), ln + 1);
+        let mut words = line.split_whitespace();
+        let name = words.next().unwrap().to_string();
+        let nps: Vec<usize> = words
+            .next()
+            .ok_or_else(|| bad("missing process counts"))?
+            .split(',')
+            .map(|s| s.parse::<usize>().ok().filter(|&n| n > 0))
+            .collect::<Option<_>>()
+            .ok_or_else(|| bad("bad process count"))?;
+        let mut t = Test {
+            source: PathBuf::new(),
+            fortran,
+            nps,
+            timeout: DEFAULT_TIMEOUT,
+            env: Vec::new(),
+            expect_fail: false,
+            name,
+        };
+        for w in words {
+            if let Some(v) = w.strip_prefix("timeout=") {
+                t.timeout = v.parse().map_err(|_| bad("bad timeout"))?;
+            } else if let Some(v) = w.strip_prefix("env=") {
+                for kv in v.split(',').filter(|s| !s.is_empty()) {
+                    let (k, v) = kv.split_once('=').ok_or_else(|| bad("bad env entry"))?;
+                    t.env.push((k.to_string(), v.to_string()));
+                }
+            } else if w == "expect=fail" {
+                t.expect_fail = true;
+            } else {
+                return Err(bad(&format!("unknown attribute '{w}'")));
+            }
+        }
+        let exts: &[&str] = if fortran {
+            &["f90", "F90", "f", "F"]
+        } else {
+            &["c"]
+        };
+        t.source = exts
+            .iter()
+            .map(|e| dir.join(format!("{}.{e}", t.name)))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| dir.join(format!("{}.{}", t.name, exts[0])));
+        tests.push(t);
+    }
+    Ok(tests)
+}
+
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = lines.len().saturating_sub(n);
+    lines[start..]
+        .iter()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Runs `cmd` with a hard time limit; returns (success, combined output).
+fn run_limited(mut cmd: Command, limit: Duration) -> (Option<i32>, String) {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return (None, format!("cannot run {cmd:?}: {e}")),
+    };
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = so.read_to_end(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = se.read_to_end(&mut s);
+        s
+    });
+    let end = Instant::now() + limit;
+    let mut killed = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                let _ = child.kill();
+                killed = true;
+                break child.wait().ok();
+            }
+            Err(_) => break None,
+        }
+    };
+    let mut out = String::from_utf8_lossy(&t_out.join().unwrap_or_default()).into_owned();
+    out.push_str(&String::from_utf8_lossy(&t_err.join().unwrap_or_default()));
+    if killed {
+        out.push_str(&format!("\n(killed by the test runner after {limit:?})"));
+    }
+    (
+        status
+            .and_then(|s| s.code())
+            .or(Some(-1))
+            .filter(|_| !killed),
+        out,
+    )
+}
+
+enum Work {
+    Compile(usize),
+    Run(usize, usize),
+}
+
+fn main() -> ExitCode {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let bin = root.join("build/bin");
+    let filter = std::env::var("SHMPI_TEST_FILTER").unwrap_or_default();
+    let mut tests = Vec::new();
+    let mut setup_errors = Vec::new();
+    for (dir, fortran) in [("c_tests", false), ("fortran_tests", true)] {
+        let list = root.join(dir).join("LIST");
+        if !list.exists() {
+            continue;
+        }
+        match parse_list(&list, &root.join(dir), fortran) {
+            Ok(t) => tests.extend(t),
+            Err(e) => setup_errors.push(e),
+        }
+    }
+    tests.retain(|t| t.name.contains(&filter));
+    for tool in ["mpicc", "mpiexec"] {
+        if !bin.join(tool).exists() {
+            setup_errors.push(format!(
+                "{} is missing: build with `make` first",
+                bin.join(tool).display()
+            ));
+        }
+    }
+    if !setup_errors.is_empty() {
+        for e in &setup_errors {
+            println!("FAIL setup: {e}");
+        }
+        println!("0 passed, {} failed", setup_errors.len());
+        return ExitCode::FAILURE;
+    }
+    let out_c = root.join("target/ctests");
+    let out_f = root.join("target/ftests");
+    let _ = std::fs::create_dir_all(&out_c);
+    let _ = std::fs::create_dir_all(&out_f);
+    let exe = move |t: &Test| {
+        if t.fortran {
+            out_f.join(&t.name)
+        } else {
+            out_c.join(&t.name)
+        }
+    };
+
+    // Work queue: every test's compilation first, then the runs of the tests that
+    // compiled (queued by the worker that compiled them).
+    let queue: Arc<Mutex<VecDeque<Work>>> =
+        Arc::new(Mutex::new((0..tests.len()).map(Work::Compile).collect()));
+    let counts = Arc::new(Mutex::new((0usize, 0usize)));
+    let tests = Arc::new(tests);
+    let mut workers = Vec::new();
+    for _ in 0..WORKERS {
+        let (queue, counts, tests) = (queue.clone(), counts.clone(), tests.clone());
+        let bin = bin.clone();
+        let exe = exe.clone();
+        workers.push(std::thread::spawn(move || loop {
+            let Some(w) = queue.lock().unwrap().pop_front() else {
+                break;
+            };
+            match w {
+                Work::Compile(i) => {
+                    let t = &tests[i];
+                    let mut cmd = if t.fortran {
+                        let mut c = Command::new(bin.join("mpif90"));
+                        c.args(["-O2", "-Wall"]);
+                        c
+                    } else {
+                        let mut c = Command::new(bin.join("mpicc"));
+                        c.args(["-Wall", "-Wextra", "-Werror", "-O2"]);
+                        c
+                    };
+                    cmd.arg("-o").arg(exe(t)).arg(&t.source);
+                    let t0 = Instant::now();
+                    let (code, out) = run_limited(cmd, Duration::from_secs(300));
+                    if code == Some(0) {
+                        let mut q = queue.lock().unwrap();
+                        for k in 0..t.nps.len() {
+                            q.push_back(Work::Run(i, k));
+                        }
+                    } else {
+                        let mut c = counts.lock().unwrap();
+                        c.1 += t.nps.len();
+                        println!(
+                            "FAIL {} np={}: does not compile ({:.2}s)\n{}",
+                            t.name,
+                            t.nps
+                                .iter()
+                                .map(|n| n.to_string())
+                                .collect::<Vec<_>>()
+                                .join(","),
+                            t0.elapsed().as_secs_f64(),
+                            tail(&out, TAIL_LINES)
+                        );
+                    }
+                }
+                Work::Run(i, k) => {
+                    let t = &tests[i];
+                    let np = t.nps[k];
+                    let mut cmd = Command::new(bin.join("mpiexec"));
+                    cmd.arg("-n")
+                        .arg(np.to_string())
+                        .arg("--timeout")
+                        .arg(t.timeout.to_string())
+                        .arg(exe(t));
+                    for (k, v) in &t.env {
+                        cmd.env(k, v);
+                    }
+                    let t0 = Instant::now();
+                    let (code, out) = run_limited(cmd, Duration::from_secs(t.timeout + 15));
+                    let secs = t0.elapsed().as_secs_f64();
+                    let ok = match code {
+                        Some(0) => !t.expect_fail,
+                        Some(_) => t.expect_fail,
+                        None => false,
+                    };
+                    let mut c = counts.lock().unwrap();
+                    if ok {
+                        c.0 += 1;
+                        println!("PASS {} np={np} ({secs:.2}s)", t.name);
+                    } else {
+                        c.1 += 1;
+                        let why = match code {
+                            Some(0) => "exited 0 but was expected to fail".to_string(),
+                            Some(c) => format!("exit status {c}"),
+                            None => "did not finish".to_string(),
+                        };
+                        println!(
+                            "FAIL {} np={np}: {why} ({secs:.2}s)\n{}",
+                            t.name,
+                            tail(&out, TAIL_LINES)
+                        );
+                    }
+                }
+            }
+        }));
+    }
+    for w in workers {
+        let _ = w.join();
+    }
+    let (pass, fail) = *counts.lock().unwrap();
+    println!("{pass} passed, {fail} failed");
+    if fail > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
