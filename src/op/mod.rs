@@ -1,37 +1,436 @@
-//! Reduction operations (temporary minimal version; replaced by the kernel module).
+//! Reduction operations: the predefined ops, the (op, type class) validity table of
+//! MPI §5.9.2, the kernels, and user-defined operations (§5.9.5).
+//!
+//! What the collectives call:
+//! - [`resolve`] an op handle to an [`OpRef`] once per call (it holds an `Arc`, so an op
+//!   freed meanwhile stays alive until the operation completes);
+//! - [`is_commutative`] to choose an algorithm;
+//! - [`apply`] (`inout = inv op inout`, element-wise), or for a predefined op
+//!   [`kernel_for`] once and then the returned [`Kernel`] on each block.
 use crate::abi::*;
+use crate::datatype::predefined::{self, Predef, TypeClass};
 use crate::error::{err, MpiResult};
-pub enum OpRef {
+use std::os::raw::{c_int, c_void};
+use std::sync::{Arc, RwLock};
+
+pub mod kernels;
+mod ld;
+
+#[cfg(test)]
+mod tests;
+
+pub use kernels::{kernel, Kernel};
+
+/// The predefined operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BuiltinOp {
+    Max,
+    Min,
     Sum,
+    Prod,
+    Land,
+    Band,
+    Lor,
+    Bor,
+    Lxor,
+    Bxor,
+    Minloc,
+    Maxloc,
+    Replace,
+    NoOp,
 }
-pub fn resolve(h: i32) -> MpiResult<OpRef> {
-    if h == MPI_SUM {
-        Ok(OpRef::Sum)
-    } else {
-        Err(err(MPI_ERR_OP, "op"))
+
+impl BuiltinOp {
+    /// Every predefined op, in handle order.
+    pub const ALL: [BuiltinOp; 14] = [
+        BuiltinOp::Max,
+        BuiltinOp::Min,
+        BuiltinOp::Sum,
+        BuiltinOp::Prod,
+        BuiltinOp::Land,
+        BuiltinOp::Band,
+        BuiltinOp::Lor,
+        BuiltinOp::Bor,
+        BuiltinOp::Lxor,
+        BuiltinOp::Bxor,
+        BuiltinOp::Minloc,
+        BuiltinOp::Maxloc,
+        BuiltinOp::Replace,
+        BuiltinOp::NoOp,
+    ];
+
+    /// The predefined op of handle `h`, if it is one.
+    pub fn from_handle(h: i32) -> Option<BuiltinOp> {
+        Some(match h {
+            MPI_MAX => BuiltinOp::Max,
+            MPI_MIN => BuiltinOp::Min,
+            MPI_SUM => BuiltinOp::Sum,
+            MPI_PROD => BuiltinOp::Prod,
+            MPI_LAND => BuiltinOp::Land,
+            MPI_BAND => BuiltinOp::Band,
+            MPI_LOR => BuiltinOp::Lor,
+            MPI_BOR => BuiltinOp::Bor,
+            MPI_LXOR => BuiltinOp::Lxor,
+            MPI_BXOR => BuiltinOp::Bxor,
+            MPI_MINLOC => BuiltinOp::Minloc,
+            MPI_MAXLOC => BuiltinOp::Maxloc,
+            MPI_REPLACE => BuiltinOp::Replace,
+            MPI_NO_OP => BuiltinOp::NoOp,
+            _ => return None,
+        })
+    }
+
+    /// The op's handle.
+    pub fn handle(self) -> i32 {
+        match self {
+            BuiltinOp::Max => MPI_MAX,
+            BuiltinOp::Min => MPI_MIN,
+            BuiltinOp::Sum => MPI_SUM,
+            BuiltinOp::Prod => MPI_PROD,
+            BuiltinOp::Land => MPI_LAND,
+            BuiltinOp::Band => MPI_BAND,
+            BuiltinOp::Lor => MPI_LOR,
+            BuiltinOp::Bor => MPI_BOR,
+            BuiltinOp::Lxor => MPI_LXOR,
+            BuiltinOp::Bxor => MPI_BXOR,
+            BuiltinOp::Minloc => MPI_MINLOC,
+            BuiltinOp::Maxloc => MPI_MAXLOC,
+            BuiltinOp::Replace => MPI_REPLACE,
+            BuiltinOp::NoOp => MPI_NO_OP,
+        }
+    }
+
+    /// The standard name, e.g. "MPI_SUM".
+    pub fn name(self) -> &'static str {
+        match self {
+            BuiltinOp::Max => "MPI_MAX",
+            BuiltinOp::Min => "MPI_MIN",
+            BuiltinOp::Sum => "MPI_SUM",
+            BuiltinOp::Prod => "MPI_PROD",
+            BuiltinOp::Land => "MPI_LAND",
+            BuiltinOp::Band => "MPI_BAND",
+            BuiltinOp::Lor => "MPI_LOR",
+            BuiltinOp::Bor => "MPI_BOR",
+            BuiltinOp::Lxor => "MPI_LXOR",
+            BuiltinOp::Bxor => "MPI_BXOR",
+            BuiltinOp::Minloc => "MPI_MINLOC",
+            BuiltinOp::Maxloc => "MPI_MAXLOC",
+            BuiltinOp::Replace => "MPI_REPLACE",
+            BuiltinOp::NoOp => "MPI_NO_OP",
+        }
     }
 }
-pub fn is_commutative(_o: &OpRef) -> bool {
-    true
+
+/// The validity table of MPI §5.9.2 / §5.9.4: may `op` reduce data of type class `class`?
+/// MPI_REPLACE and MPI_NO_OP belong to one-sided accumulate only: never in reductions.
+pub fn valid(op: BuiltinOp, class: TypeClass) -> bool {
+    use BuiltinOp as O;
+    use TypeClass as C;
+    match op {
+        O::Max | O::Min => matches!(class, C::CInteger | C::FortranInteger | C::FloatingPoint),
+        O::Sum | O::Prod => matches!(
+            class,
+            C::CInteger | C::FortranInteger | C::FloatingPoint | C::Complex
+        ),
+        O::Land | O::Lor | O::Lxor => matches!(class, C::CInteger | C::Logical),
+        O::Band | O::Bor | O::Bxor => matches!(class, C::CInteger | C::FortranInteger | C::Byte),
+        O::Minloc | O::Maxloc => class == C::Pair,
+        O::Replace | O::NoOp => false,
+    }
 }
-pub fn apply(_o: &OpRef, dt: i32, inv: &[u8], inout: &mut [u8], _count: usize) -> MpiResult<()> {
-    match dt {
-        MPI_INT => {
-            for (a, b) in inv.chunks_exact(4).zip(inout.chunks_exact_mut(4)) {
-                let v = i32::from_ne_bytes(a.try_into().unwrap()).wrapping_add(i32::from_ne_bytes(b.try_into().unwrap()));
-                b.copy_from_slice(&v.to_ne_bytes());
-            }
+
+/// Checks that predefined `op` may reduce predefined datatype `p`; the error (class
+/// MPI_ERR_OP) names both.
+pub fn check_valid(op: BuiltinOp, p: &Predef) -> MpiResult<()> {
+    if valid(op, p.class) {
+        return Ok(());
+    }
+    if matches!(op, BuiltinOp::Replace | BuiltinOp::NoOp) {
+        return Err(err(
+            MPI_ERR_OP,
+            format!(
+                "{} is only valid in one-sided accumulate operations, not in reductions (datatype {})",
+                op.name(),
+                p.name
+            ),
+        ));
+    }
+    Err(err(
+        MPI_ERR_OP,
+        format!(
+            "{} is not defined for datatype {} ({})",
+            op.name(),
+            p.name,
+            p.class.name()
+        ),
+    ))
+}
+
+/// The predefined datatype of handle `dtype`, or MPI_ERR_TYPE naming it.
+pub fn predefined_type(dtype: i32) -> MpiResult<&'static Predef> {
+    if dtype == MPI_DATATYPE_NULL {
+        return Err(err(MPI_ERR_TYPE, "invalid datatype MPI_DATATYPE_NULL"));
+    }
+    predefined::lookup(dtype).ok_or_else(|| {
+        if handle_obj(dtype) == OBJ_DATATYPE && handle_kind(dtype) == KIND_DIRECT {
+            // TODO: derived datatypes reduce through their basic element type; that
+            // lookup belongs to `datatype::` once the datatype engine lands.
+            err(
+                MPI_ERR_TYPE,
+                format!(
+                    "datatype {dtype:#010x}: derived datatypes not yet supported in reductions"
+                ),
+            )
+        } else {
+            err(
+                MPI_ERR_TYPE,
+                format!("invalid datatype handle {dtype:#010x}"),
+            )
         }
-        MPI_DOUBLE => {
-            for (a, b) in inv.chunks_exact(8).zip(inout.chunks_exact_mut(8)) {
-                let v = f64::from_ne_bytes(a.try_into().unwrap()) + f64::from_ne_bytes(b.try_into().unwrap());
-                b.copy_from_slice(&v.to_ne_bytes());
-            }
+    })
+}
+
+/// The kernel for predefined `op` on predefined datatype `dtype`, after the standard's
+/// validity check, and the datatype's extent (the stride between elements).
+/// Errors: MPI_ERR_TYPE for a datatype that is not predefined, MPI_ERR_OP for an
+/// (op, type) pair the standard does not define.
+pub fn kernel_for(op: BuiltinOp, dtype: i32) -> MpiResult<(Kernel, usize)> {
+    let p = predefined_type(dtype)?;
+    check_valid(op, p)?;
+    Ok((kernel(op, p.elem)?, p.extent))
+}
+
+fn k_replace(inv: &[u8], inout: &mut [u8]) {
+    let n = inv.len().min(inout.len());
+    inout[..n].copy_from_slice(&inv[..n]);
+}
+
+fn k_no_op(_inv: &[u8], _inout: &mut [u8]) {}
+
+/// As [`kernel_for`], for one-sided accumulate: also MPI_REPLACE (copy `inv` over
+/// `inout`) and MPI_NO_OP (leave `inout`) on every predefined datatype.
+pub fn accumulate_kernel_for(op: BuiltinOp, dtype: i32) -> MpiResult<(Kernel, usize)> {
+    let p = predefined_type(dtype)?;
+    match op {
+        BuiltinOp::Replace => Ok((k_replace as Kernel, p.extent)),
+        BuiltinOp::NoOp => Ok((k_no_op as Kernel, p.extent)),
+        _ => kernel_for(op, dtype),
+    }
+}
+
+/// Bytes that `count` elements of `p` occupy: `(count-1)*extent + size` (the last
+/// element's trailing padding is not needed), 0 for count 0.
+pub fn span(p: &Predef, count: usize) -> Option<usize> {
+    if count == 0 {
+        return Some(0);
+    }
+    (count - 1).checked_mul(p.extent)?.checked_add(p.size)
+}
+
+// ---------------------------------------------------------------------------------------
+// User-defined operations
+
+/// The user function of MPI_Op_create: (invec, inoutvec, *len, *datatype). C and
+/// Fortran functions have this shape alike (all arguments by address); the datatype
+/// is the caller's handle.
+pub type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut i32);
+
+/// A user-defined operation.
+#[derive(Debug)]
+pub struct UserOp {
+    pub func: UserFn,
+    pub commute: bool,
+    /// The handle it was created with (for messages).
+    pub handle: i32,
+}
+
+/// A resolved operation: what a reduction holds while it runs.
+#[derive(Debug, Clone)]
+pub enum OpRef {
+    Builtin(BuiltinOp),
+    User(Arc<UserOp>),
+}
+
+impl OpRef {
+    /// The op's name for messages: "MPI_SUM" or "user op 0x98000000".
+    pub fn name(&self) -> String {
+        match self {
+            OpRef::Builtin(b) => b.name().to_string(),
+            OpRef::User(u) => format!("user op {:#010x}", u.handle),
         }
-        _ => return Err(err(MPI_ERR_OP, "type")),
+    }
+}
+
+static USER_OPS: RwLock<Vec<Option<Arc<UserOp>>>> = RwLock::new(Vec::new());
+
+/// Largest user-op table index a handle can carry.
+const MAX_USER_OPS: usize = 0x03ff_ffff;
+
+/// Registers a user operation and returns its handle (MPI_Op_create).
+pub fn create(func: UserFn, commute: bool) -> MpiResult<i32> {
+    let mut t = USER_OPS.write().unwrap_or_else(|e| e.into_inner());
+    let idx = match t.iter().position(|s| s.is_none()) {
+        Some(i) => i,
+        None => {
+            if t.len() >= MAX_USER_OPS {
+                return Err(err(
+                    MPI_ERR_OTHER,
+                    "too many user-defined operations (free some with MPI_Op_free)",
+                ));
+            }
+            t.push(None);
+            t.len() - 1
+        }
+    };
+    let handle = direct_handle(OBJ_OP, idx);
+    t[idx] = Some(Arc::new(UserOp {
+        func,
+        commute,
+        handle,
+    }));
+    Ok(handle)
+}
+
+fn describe_op_handle(h: i32) -> String {
+    if h == MPI_OP_NULL {
+        "MPI_OP_NULL".to_string()
+    } else {
+        format!("{h:#010x}")
+    }
+}
+
+/// Resolves an op handle: a predefined op, or a live user op (held by `Arc`).
+/// MPI_OP_NULL, a freed or a garbage handle give MPI_ERR_OP.
+pub fn resolve(h: i32) -> MpiResult<OpRef> {
+    if let Some(b) = BuiltinOp::from_handle(h) {
+        return Ok(OpRef::Builtin(b));
+    }
+    if h == MPI_OP_NULL {
+        return Err(err(MPI_ERR_OP, "invalid op MPI_OP_NULL"));
+    }
+    let idx = direct_index(h, OBJ_OP)
+        .ok_or_else(|| err(MPI_ERR_OP, format!("invalid op handle {h:#010x}")))?;
+    let t = USER_OPS.read().unwrap_or_else(|e| e.into_inner());
+    match t.get(idx) {
+        Some(Some(u)) => Ok(OpRef::User(u.clone())),
+        Some(None) => Err(err(
+            MPI_ERR_OP,
+            format!("op {h:#010x} has been freed (MPI_Op_free)"),
+        )),
+        None => Err(err(MPI_ERR_OP, format!("invalid op handle {h:#010x}"))),
+    }
+}
+
+/// Frees a user operation (MPI_Op_free). Operations in progress keep their `Arc`.
+pub fn free(h: i32) -> MpiResult<()> {
+    if let Some(b) = BuiltinOp::from_handle(h) {
+        return Err(err(
+            MPI_ERR_OP,
+            format!("cannot free predefined op {}", b.name()),
+        ));
+    }
+    if h == MPI_OP_NULL {
+        return Err(err(MPI_ERR_OP, "cannot free MPI_OP_NULL"));
+    }
+    let idx = direct_index(h, OBJ_OP).ok_or_else(|| {
+        err(
+            MPI_ERR_OP,
+            format!("invalid op handle {}", describe_op_handle(h)),
+        )
+    })?;
+    let mut t = USER_OPS.write().unwrap_or_else(|e| e.into_inner());
+    match t.get_mut(idx) {
+        Some(slot @ Some(_)) => {
+            *slot = None;
+            Ok(())
+        }
+        Some(None) => Err(err(MPI_ERR_OP, format!("op {h:#010x} was already freed"))),
+        None => Err(err(MPI_ERR_OP, format!("invalid op handle {h:#010x}"))),
+    }
+}
+
+/// True if the op is commutative: every predefined op is; a user op as created.
+pub fn is_commutative(op: &OpRef) -> bool {
+    match op {
+        OpRef::Builtin(_) => true,
+        OpRef::User(u) => u.commute,
+    }
+}
+
+/// `inout[i] = inv[i] op inout[i]` for `count` elements of datatype `dtype`.
+///
+/// A predefined op needs a predefined datatype (MPI_ERR_TYPE otherwise) that it is
+/// defined on (MPI_ERR_OP otherwise), and both slices must hold `count` elements
+/// (MPI_ERR_BUFFER otherwise; the last element's trailing padding may be absent).
+/// A user op is called with the caller's datatype handle, once for every
+/// `i32::MAX` elements; for a derived datatype the slices are taken as they are.
+pub fn apply(op: &OpRef, dtype: i32, inv: &[u8], inout: &mut [u8], count: usize) -> MpiResult<()> {
+    match op {
+        OpRef::Builtin(b) => {
+            let (k, _) = kernel_for(*b, dtype)?;
+            let p = predefined_type(dtype)?;
+            let need = span(p, count).ok_or_else(|| {
+                err(
+                    MPI_ERR_COUNT,
+                    format!("count {count} of {} overflows the address space", p.name),
+                )
+            })?;
+            check_len(need, inv.len(), inout.len(), count, p.name)?;
+            k(&inv[..need], &mut inout[..need]);
+            Ok(())
+        }
+        OpRef::User(u) => apply_user(u, dtype, inv, inout, count),
+    }
+}
+
+fn check_len(need: usize, a: usize, b: usize, count: usize, tname: &str) -> MpiResult<()> {
+    if a < need || b < need {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!(
+                "{count} elements of {tname} need {need} bytes, buffers hold {a} (in) and {b} (inout)"
+            ),
+        ));
     }
     Ok(())
 }
-pub fn check_pair(o: &OpRef, dt: i32) -> MpiResult<()> {
-    apply(o, dt, &[], &mut [], 0)
+
+fn apply_user(u: &UserOp, dtype: i32, inv: &[u8], inout: &mut [u8], count: usize) -> MpiResult<()> {
+    if count == 0 {
+        return Ok(());
+    }
+    let chunk = i32::MAX as usize;
+    // The stride between chunks: needed only beyond i32::MAX elements, and known only
+    // for predefined types until the datatype engine lands.
+    let extent = if count > chunk {
+        predefined::lookup(dtype).map(|p| p.extent).ok_or_else(|| {
+            err(
+                MPI_ERR_COUNT,
+                format!("count {count} exceeds {chunk} for a user op on datatype {dtype:#010x}"),
+            )
+        })?
+    } else {
+        0
+    };
+    if let Some(p) = predefined::lookup(dtype) {
+        let need =
+            span(p, count).ok_or_else(|| err(MPI_ERR_COUNT, format!("count {count} overflows")))?;
+        check_len(need, inv.len(), inout.len(), count, p.name)?;
+    }
+    let mut done = 0usize;
+    while done < count {
+        let n = (count - done).min(chunk);
+        let off = done * extent;
+        let mut len = n as c_int;
+        let mut dt = dtype;
+        let a = inv[off..].as_ptr() as *mut c_void;
+        let b = inout[off..].as_mut_ptr() as *mut c_void;
+        // SAFETY: `func` was registered by MPI_Op_create with the signature the standard
+        // prescribes; `a` and `b` point at `n` elements of `dtype` inside the slices
+        // (checked above for predefined types; for derived types the caller sized
+        // them); `len` and `dt` are live locals. The user function reads `a` only.
+        unsafe { (u.func)(a, b, &mut len, &mut dt) };
+        done += n;
+    }
+    Ok(())
 }

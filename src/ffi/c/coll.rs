@@ -46,7 +46,9 @@ fn red_args(count: c_int, datatype: i32, op: i32, comm: i32) -> MpiResult<(RedAr
     let t = check::datatype(datatype, "datatype")?;
     let o = crate::op::resolve(op)?;
     // Validates the (op, datatype) pair even when there is no data.
-    crate::op::check_pair(&o, datatype)?;
+    if let crate::op::OpRef::Builtin(b) = &o {
+        crate::op::kernel_for(*b, datatype)?;
+    }
     Ok((RedArgs { comm: c, t, op: o }, n))
 }
 

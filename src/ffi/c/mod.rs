@@ -2,4 +2,5 @@
 pub mod coll;
 pub mod comm;
 pub mod init;
+pub mod op;
 pub mod p2p;

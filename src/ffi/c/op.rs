@@ -1,0 +1,120 @@
+//! MPI §5.9: user-defined operations and the local reduction.
+//! MPI_Op_create, MPI_Op_free, MPI_Op_commutative, MPI_Reduce_local.
+use crate::abi::*;
+use crate::error::{err, MpiResult};
+use crate::mpi_entry;
+use crate::op;
+use std::os::raw::{c_int, c_void};
+
+fn check_out_ptr<T>(p: *mut T, what: &str) -> MpiResult<()> {
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    Ok(())
+}
+
+fn check_count(count: c_int) -> MpiResult<usize> {
+    if count < 0 {
+        return Err(err(MPI_ERR_COUNT, format!("count = {count} is negative")));
+    }
+    Ok(count as usize)
+}
+
+fn check_buffer(p: *const c_void, arg: &str, count: usize) -> MpiResult<()> {
+    if p as isize == MPI_IN_PLACE {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("{arg} = MPI_IN_PLACE is not allowed in MPI_Reduce_local"),
+        ));
+    }
+    if p.is_null() && count > 0 {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("{arg} is NULL with count = {count}"),
+        ));
+    }
+    Ok(())
+}
+
+type UserFnPtr = Option<op::UserFn>;
+
+mpi_entry!(MPI_Op_create, PMPI_Op_create,
+    (user_fn: UserFnPtr, commute: c_int, op_out: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    check_out_ptr(op_out, "op (the output handle)")?;
+    let f = user_fn.ok_or_else(|| err(MPI_ERR_ARG, "user_fn is NULL"))?;
+    let h = op::create(f, commute != 0)?;
+    *op_out = h;
+    Ok(())
+});
+
+mpi_entry!(MPI_Op_free, PMPI_Op_free, (op_inout: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    check_out_ptr(op_inout, "op")?;
+    op::free(*op_inout)?;
+    *op_inout = MPI_OP_NULL;
+    Ok(())
+});
+
+mpi_entry!(MPI_Op_commutative, PMPI_Op_commutative,
+    (op_h: i32, commute: *mut c_int), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let o = op::resolve(op_h)?;
+    check_out_ptr(commute, "commute")?;
+    *commute = op::is_commutative(&o) as c_int;
+    Ok(())
+});
+
+mpi_entry!(MPI_Reduce_local, PMPI_Reduce_local,
+    (inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: i32, op_h: i32),
+    errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let n = check_count(count)?;
+    check_buffer(inbuf, "inbuf", n)?;
+    check_buffer(inoutbuf, "inoutbuf", n)?;
+    let o = op::resolve(op_h)?;
+    match &o {
+        op::OpRef::Builtin(b) => {
+            // TODO: derived datatypes (their basic element type, packed data) go
+            // through `datatype::` once the datatype engine lands; until then only
+            // predefined datatypes are accepted.
+            let p = op::predefined_type(datatype)?;
+            op::check_valid(*b, p)?;
+            let bytes = op::span(p, n).ok_or_else(|| {
+                err(MPI_ERR_COUNT, format!("count = {count} of {} overflows", p.name))
+            })?;
+            if bytes == 0 {
+                return Ok(());
+            }
+            // SAFETY: the standard requires inbuf and inoutbuf to hold `count` elements
+            // of `datatype`, i.e. at least `bytes` bytes; both were checked non-NULL
+            // and not MPI_IN_PLACE above. If they overlap the call is erroneous.
+            let a = std::slice::from_raw_parts(inbuf as *const u8, bytes);
+            // SAFETY: as above; inoutbuf is written through this one slice only.
+            let b = std::slice::from_raw_parts_mut(inoutbuf as *mut u8, bytes);
+            op::apply(&o, datatype, a, b, n)
+        }
+        op::OpRef::User(u) => {
+            if datatype == MPI_DATATYPE_NULL {
+                return Err(err(MPI_ERR_TYPE, "datatype = MPI_DATATYPE_NULL"));
+            }
+            if handle_obj(datatype) != OBJ_DATATYPE || handle_kind(datatype) == KIND_INVALID {
+                return Err(err(
+                    MPI_ERR_TYPE,
+                    format!("datatype = {datatype:#010x} is not a datatype handle"),
+                ));
+            }
+            if n == 0 {
+                return Ok(());
+            }
+            let mut len = count;
+            let mut dt = datatype;
+            // SAFETY: a user op receives the caller's buffers as they are (the datatype
+            // may be derived: its layout is the user function's business); `len` and
+            // `dt` are live locals; the function has the MPI_User_function signature.
+            (u.func)(inbuf as *mut c_void, inoutbuf, &mut len, &mut dt);
+            Ok(())
+        }
+    }
+});
