@@ -1,0 +1,51 @@
+# shmpi: build, demo, test, bench.  `make demo` and `make test` work on a fresh machine.
+PREFIX ?= $(CURDIR)/build
+CARGO  ?= cargo
+LIB     = target/release/libshmpi.so
+
+.PHONY: all build deps demo test test-rust test-c bench clean install-tree
+
+all: build
+
+# System packages the build and the tests need (Debian): installed only when missing.
+DEB_PKGS = gcc g++ gfortran mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev python3
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	fi
+
+build:
+	$(CARGO) build --release --lib --bins
+	$(MAKE) --no-print-directory install-tree
+
+install-tree:
+	@mkdir -p $(PREFIX)/lib $(PREFIX)/include $(PREFIX)/bin
+	@cp -f $(LIB) $(PREFIX)/lib/libmpi.so.12.tmp && mv -f $(PREFIX)/lib/libmpi.so.12.tmp $(PREFIX)/lib/libmpi.so.12
+	@cd $(PREFIX)/lib && ln -sf libmpi.so.12 libmpi.so && ln -sf libmpi.so.12 libmpich.so.12 && ln -sf libmpi.so.12 libmpich.so
+	@cp -f target/generated/mpi.h $(PREFIX)/include/mpi.h
+	@for b in mpiexec mpicc; do cp -f target/release/$$b $(PREFIX)/bin/$$b.tmp && mv -f $(PREFIX)/bin/$$b.tmp $(PREFIX)/bin/$$b; done
+	@cd $(PREFIX)/bin && ln -sf mpiexec mpirun && ln -sf mpicc mpicxx
+	@echo "built: $(PREFIX)/lib/libmpi.so.12, $(PREFIX)/include/mpi.h, $(PREFIX)/bin/{mpiexec,mpirun,mpicc,mpicxx}"
+
+demo: deps build
+	@mkdir -p target/demo
+	$(PREFIX)/bin/mpicc -Wall -Wextra -Werror -O2 -o target/demo/allreduce examples/allreduce.c
+	$(PREFIX)/bin/mpiexec -n 4 target/demo/allreduce
+
+# Every test: Rust unit and integration tests, then the C (and Fortran) programs under
+# mpiexec. The last line is the C suite's `N passed, N failed`.
+test: deps build
+	$(CARGO) test --release --lib --bins --test abi_header --test launcher 2>&1 | tail -n 40
+	$(CARGO) test --release --test c_suite
+
+bench: deps build
+	@echo "bench: see BENCHMARKS.md"
+
+clean:
+	$(CARGO) clean
+	rm -rf $(PREFIX)
