@@ -328,6 +328,26 @@ fn prototypes_cover_the_api_with_pmpi_twins() {
     ] {
         assert!(h.contains(p), "missing prototype {p}");
     }
+    // A sample of the MPI-3.0/3.1 additions and of the MPI-1 names kept for old code.
+    for n in [
+        "MPI_Aint_diff",
+        "MPI_Comm_idup",
+        "MPI_Comm_split_type",
+        "MPI_Dist_graph_create_adjacent",
+        "MPI_File_iread_all",
+        "MPI_Get_library_version",
+        "MPI_Ineighbor_alltoallw",
+        "MPI_Mprobe",
+        "MPI_Rget_accumulate",
+        "MPI_T_pvar_get_index",
+        "MPI_Type_size_x",
+        "MPI_Win_allocate_shared",
+        "MPI_Comm_c2f",
+        "MPI_Errhandler_set",
+        "MPI_Type_struct",
+    ] {
+        assert!(mpi.iter().any(|m| m == n), "missing prototype for {n}");
+    }
     let reduce =
         "int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, \
                   MPI_Op op, int root, MPI_Comm comm);";
