@@ -1,7 +1,7 @@
 //! Tests of mpiexec and the compiler wrapper that need no MPI library: ranks are shell
 //! commands, or this test binary itself acting out the arena side of the protocol
 //! (MPI_Init's state, MPI_Abort's record, the current call) through `shmpi::shm`.
-use shmpi::shm::{Arena, STATE_FINALIZED, STATE_STARTED};
+use shmpi::shm::{Arena, Layout, STATE_FINALIZED, STATE_STARTED};
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -150,6 +150,17 @@ fn rank_helper() {
         }
     };
     match what.as_str() {
+        "layout" => {
+            // The arena mpiexec created has the size this rank's layout expects.
+            let len = std::fs::metadata(format!("/proc/self/fd/{fd}"))
+                .unwrap()
+                .len();
+            let want = Layout::new(size).total as u64;
+            arena
+                .rank_state(rank)
+                .store(STATE_FINALIZED, Ordering::Release);
+            std::process::exit(if len == want { 0 } else { 9 });
+        }
         "finalize" => {
             arena
                 .rank_state(rank)
@@ -225,6 +236,26 @@ fn finalized_ranks_succeed() {
     let r = helper_job(3, "finalize", &d, &[]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(pids_in(&d).len(), 3);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn arena_tuning_variables_reach_mpiexec_too() {
+    let d = scratch("layout");
+    let r = helper_job(
+        2,
+        "layout",
+        &d,
+        &[
+            "-genv",
+            "SHMPI_SEGMENT",
+            "8192",
+            "-genv",
+            "SHMPI_PIPE_SEGMENT",
+            "4096",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -623,6 +623,15 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
     let sigset = supervised_signals();
     block_signals(&sigset);
 
+    // The arena's layout depends on SHMPI_* tuning variables, read by mpiexec (which
+    // creates the arena) and by every rank (which maps it): both must see the same
+    // values, so those given with -genv apply to mpiexec too.
+    for (k, v) in &opts.env {
+        if k.starts_with("SHMPI_") {
+            std::env::set_var(k, v);
+        }
+    }
+
     let arena_fd: OwnedFd = shm::create_job_arena(n)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot create the job arena: {e}")))?;
     let arena = Arena::map(arena_fd.as_raw_fd(), n)
