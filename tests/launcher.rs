@@ -794,3 +794,19 @@ fn mpicc_builds_and_links_against_its_prefix() {
     assert_ne!(code, Some(0));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn arena_survives_a_closed_stdin() {
+    // With fd 0 closed the memfd would be created as fd 0; ranks must still get it.
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            "exec <&- \"$0\" -n 2 sh -c 'readlink /proc/$$/fd/$SHMPI_ARENA_FD'",
+            MPIEXEC,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("memfd:shmpi-arena").count(), 2, "{text}");
+}
