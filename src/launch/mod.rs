@@ -395,6 +395,22 @@ fn raise_fd_limit(want: u64) {
     }
 }
 
+/// Moves the arena descriptor above the standard streams (if mpiexec was started with
+/// one of them closed, the memfd could land on 0..2 and be replaced by a rank's stdio).
+/// The copy is inheritable, like the original.
+fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    // SAFETY: F_DUPFD duplicates a descriptor we own; the result is checked and owned.
+    let d = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD, 3) };
+    if d < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: d is a fresh descriptor nobody else owns.
+    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(d) })
+}
+
 /// Sets up a rank's process between fork and exec.
 fn child_setup(cmd: &mut Command, parent: i32) {
     let pre = move || -> io::Result<()> {
@@ -623,7 +639,17 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
     let sigset = supervised_signals();
     block_signals(&sigset);
 
+    // The arena's layout depends on SHMPI_* tuning variables, read by mpiexec (which
+    // creates the arena) and by every rank (which maps it): both must see the same
+    // values, so those given with -genv apply to mpiexec too.
+    for (k, v) in &opts.env {
+        if k.starts_with("SHMPI_") {
+            std::env::set_var(k, v);
+        }
+    }
+
     let arena_fd: OwnedFd = shm::create_job_arena(n)
+        .and_then(above_stdio)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot create the job arena: {e}")))?;
     let arena = Arena::map(arena_fd.as_raw_fd(), n)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot map the job arena: {e}")))?;
