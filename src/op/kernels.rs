@@ -457,7 +457,17 @@ fn pair<
 /// not computable on that kind. This is element-level only; the standard's stricter
 /// type-class table is applied by [`super::kernel_for`].
 pub fn kernel(op: BuiltinOp, elem: Elem) -> MpiResult<Kernel> {
-    let l = simd_level();
+    kernel_at(op, elem, simd_level())
+}
+
+/// As [`kernel`], with the vector level given (`SimdLevel::Avx2` only if the CPU has
+/// AVX2, i.e. if [`simd_level`] returned it: otherwise it is treated as baseline).
+pub fn kernel_at(op: BuiltinOp, elem: Elem, level: SimdLevel) -> MpiResult<Kernel> {
+    let l = if level == SimdLevel::Avx2 && simd_level() != SimdLevel::Avx2 {
+        SimdLevel::Baseline
+    } else {
+        level
+    };
     let k = match elem {
         Elem::I8 => integer::<i8, 1>(op, l),
         Elem::I16 => integer::<i16, 2>(op, l),
