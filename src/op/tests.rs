@@ -1168,3 +1168,48 @@ fn baseline_and_avx2_agree() {
         }
     }
 }
+
+/// Timing of the baseline and AVX2 loops (run by hand:
+/// `cargo test --release --lib op::tests::simd_timing -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn simd_timing() {
+    use super::kernels::{kernel_at, SimdLevel};
+    use std::time::Instant;
+    let cases = [
+        (BuiltinOp::Sum, Elem::F64, 8),
+        (BuiltinOp::Max, Elem::F64, 8),
+        (BuiltinOp::Sum, Elem::F32, 4),
+        (BuiltinOp::Sum, Elem::I32, 4),
+        (BuiltinOp::Max, Elem::I32, 4),
+        (BuiltinOp::Prod, Elem::I64, 8),
+        (BuiltinOp::Band, Elem::U8, 1),
+        (BuiltinOp::Land, Elem::I32, 4),
+        (BuiltinOp::Prod, Elem::ComplexF64, 16),
+        (BuiltinOp::Sum, Elem::F16, 2),
+    ];
+    for n in [4096usize, 1 << 20] {
+        for &(op, elem, sz) in &cases {
+            let a = vec![1u8; n * sz + 1];
+            let mut b = vec![2u8; n * sz + 1];
+            let mut line = format!("{:>8} {:?} {:?}:", n, op, elem);
+            for (lvl, off) in [
+                (SimdLevel::Baseline, 0),
+                (SimdLevel::Avx2, 0),
+                (SimdLevel::Baseline, 1),
+                (SimdLevel::Avx2, 1),
+            ] {
+                let k = kernel_at(op, elem, lvl).unwrap();
+                let reps = (1 << 26) / (n * sz);
+                let t = Instant::now();
+                for _ in 0..reps {
+                    k(&a[off..off + n * sz], &mut b[off..off + n * sz]);
+                    std::hint::black_box(&mut b);
+                }
+                let ns = t.elapsed().as_nanos() as f64 / reps as f64;
+                line += &format!("  {lvl:?}+{off}: {:.2} GB/s", (3 * n * sz) as f64 / ns);
+            }
+            println!("{line}");
+        }
+    }
+}
