@@ -64,7 +64,7 @@ fn f64_to_x87(v: f64) -> [u8; 16] {
         assert_eq!(man, 0, "no subnormals in the oracle");
         (0, 0)
     } else {
-        (exp - 1023 + 16383, (1u64 << 63) | (man << 11))
+        (exp + 16383 - 1023, (1u64 << 63) | (man << 11))
     };
     let mut out = [0u8; 16];
     out[..8].copy_from_slice(&m.to_le_bytes());
@@ -104,7 +104,7 @@ fn f64_to_q(v: f64) -> [u8; 16] {
         assert_eq!(man, 0);
         (0, 0)
     } else {
-        (exp - 1023 + 16383, man << 60)
+        (exp + 16383 - 1023, man << 60)
     };
     ((sign << 127) | (e << 112) | m).to_le_bytes()
 }
@@ -200,7 +200,7 @@ fn int_op(op: BuiltinOp, a: i128, b: i128, bits: u32, signed: bool) -> i128 {
         BuiltinOp::Max => a.max(b),
         BuiltinOp::Min => a.min(b),
         BuiltinOp::Sum => a + b,
-        BuiltinOp::Prod => a * b,
+        BuiltinOp::Prod => a.wrapping_mul(b), // low bits exact; only they are kept
         BuiltinOp::Land => (truthy(a) && truthy(b)) as i128,
         BuiltinOp::Lor => (truthy(a) || truthy(b)) as i128,
         BuiltinOp::Lxor => (truthy(a) != truthy(b)) as i128,
