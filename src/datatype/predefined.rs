@@ -121,6 +121,9 @@ pub struct Predef {
     pub size: usize,
     /// MPI_Type_get_extent (lower bound is always 0), in bytes.
     pub extent: usize,
+    /// MPI_Type_get_true_extent (true lower bound is always 0): the bytes one element
+    /// really spans. Equal to `size` except for MPI_SHORT_INT (short @0, int @4: 8).
+    pub true_extent: usize,
     pub elem: Elem,
     pub class: TypeClass,
 }
@@ -133,11 +136,14 @@ const fn p(
     elem: Elem,
     class: TypeClass,
 ) -> Predef {
+    // MPI_SHORT_INT has a hole between its short and its int: it spans 8 bytes.
+    let true_extent = if handle == MPI_SHORT_INT { 8 } else { size };
     Predef {
         handle,
         name,
         size,
         extent,
+        true_extent,
         elem,
         class,
     }
@@ -470,4 +476,205 @@ pub fn is_reserved_direct(h: i32) -> bool {
         h,
         MPI_FLOAT_INT | MPI_DOUBLE_INT | MPI_LONG_INT | MPI_SHORT_INT | MPI_LONG_DOUBLE_INT
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every datatype row of the ABI table: (name, handle, size, extent) read from the
+    /// NOTE column (mpich_Type_size, extent).
+    fn tsv_rows() -> Vec<(String, i32, Option<usize>, Option<usize>)> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/abi/mpich-abi-c.tsv");
+        let tsv = std::fs::read_to_string(path).unwrap();
+        let mut out = vec![];
+        for line in tsv.lines().skip(1) {
+            let f: Vec<&str> = line.split('\t').collect();
+            if f.len() < 6 || f[3] != "datatype" {
+                continue;
+            }
+            let h = u32::from_str_radix(f[1].trim_start_matches("0x"), 16).unwrap() as i32;
+            let field = |key: &str| {
+                f[5].split_whitespace()
+                    .find_map(|kv| kv.strip_prefix(key))
+                    .map(|v| v.parse::<usize>().unwrap())
+            };
+            out.push((
+                f[0].to_string(),
+                h,
+                field("mpich_Type_size="),
+                field("extent="),
+            ));
+        }
+        out
+    }
+
+    #[test]
+    fn table_matches_abi_tsv() {
+        let rows = tsv_rows();
+        assert!(rows.len() > 60);
+        for (name, h, size, extent) in &rows {
+            if *h == MPI_DATATYPE_NULL {
+                // MPI_DATATYPE_NULL and MPI_INTEGER16 (unsupported in this ABI)
+                assert!(lookup(*h).is_none(), "{name}");
+                continue;
+            }
+            let p = lookup(*h).unwrap_or_else(|| panic!("{name} {h:#x} missing"));
+            assert_eq!(p.handle, *h);
+            assert_eq!(Some(p.size), *size, "{name} size");
+            assert_eq!(Some(p.extent), *extent, "{name} extent");
+            // the entry carries this name or that of the alias with the same handle
+            let same_handle: Vec<&str> = rows
+                .iter()
+                .filter(|r| r.1 == *h)
+                .map(|r| r.0.as_str())
+                .collect();
+            assert!(same_handle.contains(&p.name), "{name} vs {}", p.name);
+        }
+        // and nothing in the table that the TSV does not have
+        for p in PREDEFINED.iter() {
+            assert!(
+                rows.iter().any(|r| r.1 == p.handle && r.0 == p.name),
+                "{}",
+                p.name
+            );
+        }
+        // handles are unique
+        for (i, p) in PREDEFINED.iter().enumerate() {
+            assert!(
+                PREDEFINED[i + 1..].iter().all(|q| q.handle != p.handle),
+                "{}",
+                p.name
+            );
+        }
+    }
+
+    #[test]
+    fn built_in_handles_encode_their_size() {
+        for p in PREDEFINED.iter() {
+            let u = p.handle as u32;
+            if u >> 30 == KIND_BUILTIN {
+                assert_eq!(((u >> 8) & 0xff) as usize, p.size, "{}", p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn pair_layouts() {
+        let get = |h| lookup(h).unwrap();
+        assert_eq!(
+            (get(MPI_DOUBLE_INT).size, get(MPI_DOUBLE_INT).extent),
+            (12, 16)
+        );
+        assert_eq!(
+            (
+                get(MPI_LONG_DOUBLE_INT).size,
+                get(MPI_LONG_DOUBLE_INT).extent
+            ),
+            (20, 32)
+        );
+        assert_eq!((get(MPI_SHORT_INT).size, get(MPI_SHORT_INT).extent), (6, 8));
+        assert_eq!(get(MPI_SHORT_INT).true_extent, 8);
+        assert_eq!((get(MPI_LONG_INT).size, get(MPI_LONG_INT).extent), (12, 16));
+        assert_eq!((get(MPI_FLOAT_INT).size, get(MPI_FLOAT_INT).extent), (8, 8));
+        for p in PREDEFINED.iter() {
+            assert_eq!(p.elem.is_pair(), p.class == TypeClass::Pair, "{}", p.name);
+            assert!(
+                p.true_extent <= p.extent && p.size <= p.true_extent,
+                "{}",
+                p.name
+            );
+        }
+    }
+
+    #[test]
+    fn classes_follow_the_standard() {
+        let class = |h| lookup(h).unwrap().class;
+        use TypeClass as C;
+        for h in [
+            MPI_INT,
+            MPI_SIGNED_CHAR,
+            MPI_UNSIGNED_CHAR,
+            MPI_INT8_T,
+            MPI_UINT64_T,
+            MPI_LONG_LONG,
+            MPI_UNSIGNED_LONG_LONG,
+        ] {
+            assert_eq!(class(h), C::CInteger);
+        }
+        for h in [
+            MPI_INTEGER,
+            MPI_INTEGER1,
+            MPI_INTEGER8,
+            MPI_AINT,
+            MPI_OFFSET,
+            MPI_COUNT,
+        ] {
+            assert_eq!(class(h), C::FortranInteger);
+        }
+        for h in [
+            MPI_FLOAT,
+            MPI_DOUBLE,
+            MPI_LONG_DOUBLE,
+            MPI_REAL,
+            MPI_DOUBLE_PRECISION,
+            MPI_REAL4,
+            MPI_REAL8,
+            MPI_REAL16,
+            MPIX_C_FLOAT16,
+        ] {
+            assert_eq!(class(h), C::FloatingPoint);
+        }
+        for h in [MPI_LOGICAL, MPI_C_BOOL, MPI_CXX_BOOL] {
+            assert_eq!(class(h), C::Logical);
+        }
+        for h in [
+            MPI_COMPLEX,
+            MPI_DOUBLE_COMPLEX,
+            MPI_C_COMPLEX,
+            MPI_C_FLOAT_COMPLEX,
+            MPI_C_DOUBLE_COMPLEX,
+            MPI_C_LONG_DOUBLE_COMPLEX,
+            MPI_COMPLEX8,
+            MPI_COMPLEX16,
+            MPI_COMPLEX32,
+            MPI_CXX_FLOAT_COMPLEX,
+            MPI_CXX_DOUBLE_COMPLEX,
+            MPI_CXX_LONG_DOUBLE_COMPLEX,
+        ] {
+            assert_eq!(class(h), C::Complex);
+        }
+        assert_eq!(class(MPI_BYTE), C::Byte);
+        for h in [
+            MPI_CHAR,
+            MPI_CHARACTER,
+            MPI_WCHAR,
+            MPI_PACKED,
+            MPI_LB,
+            MPI_UB,
+        ] {
+            assert_eq!(class(h), C::None);
+        }
+    }
+
+    #[test]
+    fn lookup_rejects_everything_else() {
+        for h in [
+            0,
+            -1,
+            MPI_DATATYPE_NULL,
+            MPI_COMM_WORLD,
+            MPI_SUM,
+            0x4c00_0100,
+            0x4c00_01ff,
+            0x8c00_0005u32 as i32,
+            0x8c00_0010u32 as i32,
+            MPI_DOUBLE ^ 0x100,
+        ] {
+            assert!(lookup(h).is_none(), "{h:#x}");
+        }
+        assert_eq!(name_of(MPI_DOUBLE), "MPI_DOUBLE");
+        assert_eq!(name_of(MPI_DATATYPE_NULL), "MPI_DATATYPE_NULL");
+        assert!(is_reserved_direct(MPI_SHORT_INT));
+    }
 }

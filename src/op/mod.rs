@@ -218,13 +218,15 @@ pub fn accumulate_kernel_for(op: BuiltinOp, dtype: i32) -> MpiResult<(Kernel, us
     }
 }
 
-/// Bytes that `count` elements of `p` occupy: `(count-1)*extent + size` (the last
+/// Bytes that `count` elements of `p` span: `(count-1)*extent + true_extent` (the last
 /// element's trailing padding is not needed), 0 for count 0.
 pub fn span(p: &Predef, count: usize) -> Option<usize> {
     if count == 0 {
         return Some(0);
     }
-    (count - 1).checked_mul(p.extent)?.checked_add(p.size)
+    (count - 1)
+        .checked_mul(p.extent)?
+        .checked_add(p.true_extent)
 }
 
 // ---------------------------------------------------------------------------------------

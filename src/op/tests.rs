@@ -1,23 +1,1215 @@
+//! Tests of the reduction engine against an independent oracle: a per-element scalar
+//! implementation written here (integers through i128, floats through explicit case
+//! analysis, binary16 through a table of every value, long double / __float128
+//! through hand-written converters from f64), never the kernels.
 use super::*;
+use crate::datatype::predefined::{Elem, PREDEFINED};
+use crate::error::MpiError;
+
+// ---------------------------------------------------------------------------------------
+// deterministic pseudo-random data
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn f64_special(r: &mut Rng) -> f64 {
+    match r.below(12) {
+        0 => f64::NAN,
+        1 => -f64::NAN,
+        2 => f64::INFINITY,
+        3 => f64::NEG_INFINITY,
+        4 => 0.0,
+        5 => -0.0,
+        6 => (r.below(7) as f64) - 3.0, // small integers: many ties
+        _ => (r.next() as i64 as f64) / 1e15,
+    }
+}
+
+/// Small exactly-representable values (for long double / binary128, where the oracle
+/// computes in f64: sums and products of these are exact in every format).
+fn f64_exact(r: &mut Rng) -> f64 {
+    match r.below(10) {
+        0 => f64::NAN,
+        1 => f64::INFINITY,
+        2 => f64::NEG_INFINITY,
+        3 => 0.0,
+        4 => -0.0,
+        _ => (r.below(2001) as f64 - 1000.0) / 8.0,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// converters written for the oracle
+
+/// f64 -> x87 80-bit extended (little-endian, 16 bytes with zero padding). Exact.
+fn f64_to_x87(v: f64) -> [u8; 16] {
+    let bits = v.to_bits();
+    let sign = (bits >> 63) as u16;
+    let exp = ((bits >> 52) & 0x7ff) as u16;
+    let man = bits & ((1u64 << 52) - 1);
+    let (e, m): (u16, u64) = if exp == 0x7ff {
+        (0x7fff, (1u64 << 63) | (man << 11))
+    } else if exp == 0 {
+        assert_eq!(man, 0, "no subnormals in the oracle");
+        (0, 0)
+    } else {
+        (exp + 16383 - 1023, (1u64 << 63) | (man << 11))
+    };
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&m.to_le_bytes());
+    out[8..10].copy_from_slice(&((sign << 15) | e).to_le_bytes());
+    out
+}
+
+/// x87 -> f64 (exact for the values the oracle produces). NaN maps to f64::NAN with
+/// the sign kept.
+fn x87_to_f64(b: &[u8]) -> f64 {
+    let m = u64::from_le_bytes(b[..8].try_into().unwrap());
+    let se = u16::from_le_bytes(b[8..10].try_into().unwrap());
+    let sign = if se >> 15 == 1 { -1.0 } else { 1.0 };
+    let e = (se & 0x7fff) as i32;
+    if e == 0x7fff {
+        return if m << 1 == 0 {
+            sign * f64::INFINITY
+        } else {
+            f64::NAN.copysign(sign)
+        };
+    }
+    if e == 0 && m == 0 {
+        return sign * 0.0;
+    }
+    sign * (m as f64) * 2f64.powi(e - 16383 - 63)
+}
+
+/// f64 -> IEEE binary128 (little-endian). Exact.
+fn f64_to_q(v: f64) -> [u8; 16] {
+    let bits = v.to_bits();
+    let sign = (bits >> 63) as u128;
+    let exp = ((bits >> 52) & 0x7ff) as u128;
+    let man = (bits & ((1u64 << 52) - 1)) as u128;
+    let (e, m) = if exp == 0x7ff {
+        (0x7fffu128, man << 60)
+    } else if exp == 0 {
+        assert_eq!(man, 0);
+        (0, 0)
+    } else {
+        (exp + 16383 - 1023, man << 60)
+    };
+    ((sign << 127) | (e << 112) | m).to_le_bytes()
+}
+
+fn q_to_f64(b: &[u8]) -> f64 {
+    let x = u128::from_le_bytes(b[..16].try_into().unwrap());
+    let sign = if x >> 127 == 1 { -1.0 } else { 1.0 };
+    let e = ((x >> 112) & 0x7fff) as i32;
+    let m = x & ((1u128 << 112) - 1);
+    if e == 0x7fff {
+        return if m == 0 {
+            sign * f64::INFINITY
+        } else {
+            f64::NAN.copysign(sign)
+        };
+    }
+    if e == 0 && m == 0 {
+        return sign * 0.0;
+    }
+    let full = (1u128 << 112) | m;
+    sign * (full as f64) * 2f64.powi(e - 16383 - 112)
+}
+
+/// binary16 -> f64 by the definition (sign, exponent, fraction).
+fn half_value(h: u16) -> f64 {
+    let s = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let e = ((h >> 10) & 0x1f) as i32;
+    let f = (h & 0x3ff) as f64;
+    match e {
+        0 => s * f * 2f64.powi(-24),
+        31 if f == 0.0 => s * f64::INFINITY,
+        31 => f64::NAN,
+        _ => s * (1.0 + f / 1024.0) * 2f64.powi(e - 15),
+    }
+}
+
+/// f64 -> binary16, round to nearest even, by searching the sorted finite values.
+fn half_round(v: f64, table: &[(f64, u16)]) -> u16 {
+    if v.is_nan() {
+        return 0x7e00;
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { 0x8000 } else { 0 };
+    }
+    let max = 65504.0;
+    // beyond max + half an ulp (2^15 * 2^-11 / 2 ... = 16) rounds to infinity
+    if v.abs() >= max + 16.0 {
+        return if v < 0.0 { 0xfc00 } else { 0x7c00 };
+    }
+    let i = table.partition_point(|&(x, _)| x < v);
+    let mut best: Option<(f64, u16)> = None;
+    for &(x, h) in &table[i.saturating_sub(1)..(i + 1).min(table.len())] {
+        let d = (x - v).abs();
+        best = match best {
+            None => Some((d, h)),
+            Some((bd, bh)) => {
+                if d < bd || (d == bd && h & 1 == 0 && bh & 1 == 1) {
+                    Some((d, h))
+                } else {
+                    Some((bd, bh))
+                }
+            }
+        };
+    }
+    let h = best.unwrap().1;
+    // a result that rounds to zero keeps the sign of v
+    if h & 0x7fff == 0 {
+        return if v < 0.0 { 0x8000 } else { 0 };
+    }
+    h
+}
+
+fn half_table() -> Vec<(f64, u16)> {
+    let mut t: Vec<(f64, u16)> = (0..=0xffffu32)
+        .map(|h| h as u16)
+        .filter(|&h| (h >> 10) & 0x1f != 31 && h != 0x8000)
+        .map(|h| (half_value(h), h))
+        .collect();
+    t.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+    t
+}
+
+// ---------------------------------------------------------------------------------------
+// the oracle
+
+fn truthy(x: i128) -> bool {
+    x != 0
+}
+
+/// Integer semantics through i128, truncated to `bits` (two's complement wrap).
+fn int_op(op: BuiltinOp, a: i128, b: i128, bits: u32, signed: bool) -> i128 {
+    let r: i128 = match op {
+        BuiltinOp::Max => a.max(b),
+        BuiltinOp::Min => a.min(b),
+        BuiltinOp::Sum => a + b,
+        BuiltinOp::Prod => a.wrapping_mul(b), // low bits exact; only they are kept
+        BuiltinOp::Land => (truthy(a) && truthy(b)) as i128,
+        BuiltinOp::Lor => (truthy(a) || truthy(b)) as i128,
+        BuiltinOp::Lxor => (truthy(a) != truthy(b)) as i128,
+        BuiltinOp::Band => a & b,
+        BuiltinOp::Bor => a | b,
+        BuiltinOp::Bxor => a ^ b,
+        _ => unreachable!(),
+    };
+    let mask = (1i128 << bits) - 1;
+    let u = r & mask;
+    if signed && u >> (bits - 1) == 1 {
+        u - (1i128 << bits)
+    } else {
+        u
+    }
+}
+
+fn read_int(b: &[u8], signed: bool) -> i128 {
+    let mut v: i128 = 0;
+    for (i, &x) in b.iter().enumerate() {
+        v |= (x as i128) << (8 * i);
+    }
+    let bits = 8 * b.len() as u32;
+    if signed && (v >> (bits - 1)) & 1 == 1 {
+        v - (1i128 << bits)
+    } else {
+        v
+    }
+}
+
+fn write_int(v: i128, out: &mut [u8]) {
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = (v >> (8 * i)) as u8;
+    }
+}
+
+/// The documented float MAX/MIN by case analysis, on f64 values; `pick_a` says which
+/// operand's bits the result carries.
+fn float_pick(op: BuiltinOp, a: f64, b: f64) -> bool {
+    let max = op == BuiltinOp::Max;
+    if a.is_nan() {
+        return true;
+    }
+    if b.is_nan() {
+        return false;
+    }
+    if a == 0.0 && b == 0.0 {
+        // MAX prefers +0, MIN prefers -0; if both have the same sign either will do
+        return if max {
+            a.is_sign_positive()
+        } else {
+            a.is_sign_negative()
+        };
+    }
+    if max {
+        a >= b
+    } else {
+        a <= b
+    }
+}
+
+/// One pair element: value and index as f64 (exact for every pair type's range here).
+fn loc_pick(op: BuiltinOp, av: f64, ai: f64, bv: f64, bi: f64) -> bool {
+    match (av.is_nan(), bv.is_nan()) {
+        (true, false) => return true,
+        (false, true) => return false,
+        (true, true) => return ai < bi,
+        _ => {}
+    }
+    if av == bv {
+        return ai < bi;
+    }
+    if op == BuiltinOp::Maxloc {
+        av > bv
+    } else {
+        av < bv
+    }
+}
+
+/// The expected inout after `inout = a op inout`, one element at a time.
+fn oracle(
+    op: BuiltinOp,
+    p: &Predef,
+    a: &[u8],
+    b: &[u8],
+    count: usize,
+    ht: &[(f64, u16)],
+) -> Vec<u8> {
+    let mut out = b.to_vec();
+    let ext = p.extent;
+    for i in 0..count {
+        let x = &a[i * ext..];
+        let y = &b[i * ext..];
+        let o = &mut out[i * ext..];
+        match p.elem {
+            Elem::I8
+            | Elem::I16
+            | Elem::I32
+            | Elem::I64
+            | Elem::U8
+            | Elem::U16
+            | Elem::U32
+            | Elem::U64
+            | Elem::Byte => {
+                let signed = matches!(p.elem, Elem::I8 | Elem::I16 | Elem::I32 | Elem::I64);
+                let n = p.size;
+                let r = int_op(
+                    op,
+                    read_int(&x[..n], signed),
+                    read_int(&y[..n], signed),
+                    8 * n as u32,
+                    signed,
+                );
+                write_int(r, &mut o[..n]);
+            }
+            Elem::CBool | Elem::FLogical => {
+                let n = p.size;
+                let (va, vb) = (read_int(&x[..n], true) != 0, read_int(&y[..n], true) != 0);
+                let r = match op {
+                    BuiltinOp::Land => va && vb,
+                    BuiltinOp::Lor => va || vb,
+                    BuiltinOp::Lxor => va != vb,
+                    _ => unreachable!(),
+                };
+                write_int(r as i128, &mut o[..n]);
+            }
+            Elem::F32 | Elem::F64 => {
+                let n = p.size;
+                let get = |s: &[u8]| -> f64 {
+                    if n == 4 {
+                        f32::from_le_bytes(s[..4].try_into().unwrap()) as f64
+                    } else {
+                        f64::from_le_bytes(s[..8].try_into().unwrap())
+                    }
+                };
+                let (va, vb) = (get(x), get(y));
+                match op {
+                    BuiltinOp::Max | BuiltinOp::Min => {
+                        if float_pick(op, va, vb) {
+                            o[..n].copy_from_slice(&x[..n]);
+                        }
+                    }
+                    _ => {
+                        if n == 4 {
+                            let (fa, fb) = (va as f32, vb as f32);
+                            let r = if op == BuiltinOp::Sum {
+                                fa + fb
+                            } else {
+                                fa * fb
+                            };
+                            o[..4].copy_from_slice(&r.to_le_bytes());
+                        } else {
+                            let r = if op == BuiltinOp::Sum {
+                                va + vb
+                            } else {
+                                va * vb
+                            };
+                            o[..8].copy_from_slice(&r.to_le_bytes());
+                        }
+                    }
+                }
+            }
+            Elem::F16 => {
+                let ha = u16::from_le_bytes(x[..2].try_into().unwrap());
+                let hb = u16::from_le_bytes(y[..2].try_into().unwrap());
+                let (va, vb) = (half_value(ha), half_value(hb));
+                let r = match op {
+                    BuiltinOp::Max | BuiltinOp::Min => {
+                        if float_pick(op, va, vb) {
+                            ha
+                        } else {
+                            hb
+                        }
+                    }
+                    BuiltinOp::Sum => half_round(va + vb, ht),
+                    _ => half_round(va * vb, ht),
+                };
+                o[..2].copy_from_slice(&r.to_le_bytes());
+            }
+            Elem::LongDouble | Elem::Float128 => {
+                let ld = p.elem == Elem::LongDouble;
+                let get = |s: &[u8]| if ld { x87_to_f64(s) } else { q_to_f64(s) };
+                let put = |v: f64| if ld { f64_to_x87(v) } else { f64_to_q(v) };
+                let bytes = if ld { 10 } else { 16 };
+                let (va, vb) = (get(x), get(y));
+                match op {
+                    BuiltinOp::Max | BuiltinOp::Min => {
+                        if float_pick(op, va, vb) {
+                            o[..bytes].copy_from_slice(&x[..bytes]);
+                        }
+                    }
+                    _ => {
+                        let r = if op == BuiltinOp::Sum {
+                            va + vb
+                        } else {
+                            va * vb
+                        };
+                        if r.is_nan() {
+                            // NaN payloads differ between formats: mark, compare by class
+                            o[..bytes].copy_from_slice(&put(f64::NAN)[..bytes]);
+                        } else {
+                            o[..bytes].copy_from_slice(&put(r)[..bytes]);
+                        }
+                    }
+                }
+            }
+            Elem::ComplexF32 | Elem::ComplexF64 => {
+                let h = p.size / 2;
+                macro_rules! cplx {
+                    ($t:ty) => {{
+                        let g = |s: &[u8], k: usize| {
+                            <$t>::from_le_bytes(s[k * h..(k + 1) * h].try_into().unwrap())
+                        };
+                        let (ar, ai, br, bi) = (g(x, 0), g(x, 1), g(y, 0), g(y, 1));
+                        let (re, im) = if op == BuiltinOp::Sum {
+                            (ar + br, ai + bi)
+                        } else {
+                            (ar * br - ai * bi, ar * bi + ai * br)
+                        };
+                        o[..h].copy_from_slice(&re.to_le_bytes());
+                        o[h..2 * h].copy_from_slice(&im.to_le_bytes());
+                    }};
+                }
+                if h == 4 {
+                    cplx!(f32)
+                } else {
+                    cplx!(f64)
+                }
+            }
+            Elem::ComplexLongDouble | Elem::ComplexFloat128 => {
+                let ld = p.elem == Elem::ComplexLongDouble;
+                let get = |s: &[u8]| if ld { x87_to_f64(s) } else { q_to_f64(s) };
+                let put = |v: f64| if ld { f64_to_x87(v) } else { f64_to_q(v) };
+                let bytes = if ld { 10 } else { 16 };
+                let (ar, ai, br, bi) = (get(x), get(&x[16..]), get(y), get(&y[16..]));
+                let (re, im) = if op == BuiltinOp::Sum {
+                    (ar + br, ai + bi)
+                } else {
+                    (ar * br - ai * bi, ar * bi + ai * br)
+                };
+                let fix = |v: f64| if v.is_nan() { f64::NAN } else { v };
+                o[..bytes].copy_from_slice(&put(fix(re))[..bytes]);
+                o[16..16 + bytes].copy_from_slice(&put(fix(im))[..bytes]);
+            }
+            e if e.is_pair() => {
+                let (vn, ioff, in_) = pair_layout(e);
+                let val = |s: &[u8]| -> f64 {
+                    match e {
+                        Elem::FloatInt | Elem::TwoReal => {
+                            f32::from_le_bytes(s[..4].try_into().unwrap()) as f64
+                        }
+                        Elem::DoubleInt | Elem::TwoDoublePrecision => {
+                            f64::from_le_bytes(s[..8].try_into().unwrap())
+                        }
+                        Elem::LongDoubleInt => x87_to_f64(s),
+                        _ => read_int(&s[..vn], true) as f64,
+                    }
+                };
+                let idx = |s: &[u8]| -> f64 {
+                    match e {
+                        Elem::TwoReal => {
+                            f32::from_le_bytes(s[ioff..ioff + 4].try_into().unwrap()) as f64
+                        }
+                        Elem::TwoDoublePrecision => {
+                            f64::from_le_bytes(s[ioff..ioff + 8].try_into().unwrap())
+                        }
+                        _ => read_int(&s[ioff..ioff + in_], true) as f64,
+                    }
+                };
+                if loc_pick(op, val(x), idx(x), val(y), idx(y)) {
+                    o[..vn].copy_from_slice(&x[..vn]);
+                    o[ioff..ioff + in_].copy_from_slice(&x[ioff..ioff + in_]);
+                }
+            }
+            _ => unreachable!("{:?}", p.elem),
+        }
+    }
+    out
+}
+
+/// (value bytes, index offset, index bytes) of a pair kind.
+fn pair_layout(e: Elem) -> (usize, usize, usize) {
+    match e {
+        Elem::FloatInt => (4, 4, 4),
+        Elem::DoubleInt => (8, 8, 4),
+        Elem::LongInt => (8, 8, 4),
+        Elem::ShortInt => (2, 4, 4),
+        Elem::LongDoubleInt => (10, 16, 4),
+        Elem::TwoInt | Elem::TwoInteger | Elem::TwoReal => (4, 4, 4),
+        Elem::TwoDoublePrecision => (8, 8, 8),
+        _ => unreachable!(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// data generation
+
+fn int_extreme(r: &mut Rng, n: usize) -> Vec<u8> {
+    let v: u64 = match r.below(8) {
+        0 => 0,
+        1 => u64::MAX,                  // -1 / max unsigned
+        2 => 1u64 << (8 * n - 1),       // min signed
+        3 => (1u64 << (8 * n - 1)) - 1, // max signed
+        4 => 1,
+        5 => r.below(5),
+        _ => r.next(),
+    };
+    v.to_le_bytes()[..n].to_vec()
+}
+
+fn gen_elem(p: &Predef, r: &mut Rng, ht: &[(f64, u16)]) -> Vec<u8> {
+    let mut e = vec![0xA5u8; p.extent]; // padding gets a recognisable pattern
+    match p.elem {
+        Elem::I8
+        | Elem::I16
+        | Elem::I32
+        | Elem::I64
+        | Elem::U8
+        | Elem::U16
+        | Elem::U32
+        | Elem::U64
+        | Elem::Byte => e.copy_from_slice(&int_extreme(r, p.size)),
+        Elem::CBool => e[0] = [0u8, 1, 2, 0xff, 0x80][r.below(5) as usize],
+        Elem::FLogical => {
+            let v: i32 = [0, 1, -1, 2, i32::MIN, 0][r.below(6) as usize];
+            e.copy_from_slice(&v.to_le_bytes());
+        }
+        Elem::F32 => e.copy_from_slice(&(f64_special(r) as f32).to_le_bytes()),
+        Elem::F64 => e.copy_from_slice(&f64_special(r).to_le_bytes()),
+        Elem::F16 => {
+            let h = match r.below(4) {
+                0 => [0x7e00u16, 0xfe00, 0x7c00, 0xfc00, 0, 0x8000, 0x0001, 0x7bff]
+                    [r.below(8) as usize],
+                1 => half_round((r.below(9) as f64) - 4.0, ht),
+                _ => {
+                    let h = r.next() as u16;
+                    if (h >> 10) & 0x1f == 31 {
+                        h & 0xbfff
+                    } else {
+                        h
+                    }
+                }
+            };
+            e.copy_from_slice(&h.to_le_bytes());
+        }
+        Elem::LongDouble => e[..10].copy_from_slice(&f64_to_x87(f64_exact(r))[..10]),
+        Elem::Float128 => e.copy_from_slice(&f64_to_q(f64_exact(r))),
+        Elem::ComplexF32 => {
+            for k in 0..2 {
+                e[4 * k..4 * k + 4].copy_from_slice(&(f64_special(r) as f32).to_le_bytes());
+            }
+        }
+        Elem::ComplexF64 => {
+            for k in 0..2 {
+                e[8 * k..8 * k + 8].copy_from_slice(&f64_special(r).to_le_bytes());
+            }
+        }
+        Elem::ComplexLongDouble => {
+            for k in 0..2 {
+                e[16 * k..16 * k + 10].copy_from_slice(&f64_to_x87(f64_exact(r))[..10]);
+            }
+        }
+        Elem::ComplexFloat128 => {
+            for k in 0..2 {
+                e[16 * k..16 * k + 16].copy_from_slice(&f64_to_q(f64_exact(r)));
+            }
+        }
+        el if el.is_pair() => {
+            let (vn, ioff, in_) = pair_layout(el);
+            // few distinct values and indices: many ties
+            let v = r.below(4) as f64;
+            let v = if r.below(16) == 0 { f64::NAN } else { v };
+            let i = r.below(5) as i64;
+            match el {
+                Elem::FloatInt | Elem::TwoReal => e[..4].copy_from_slice(&(v as f32).to_le_bytes()),
+                Elem::DoubleInt | Elem::TwoDoublePrecision => {
+                    e[..8].copy_from_slice(&v.to_le_bytes())
+                }
+                Elem::LongDoubleInt => e[..10].copy_from_slice(&f64_to_x87(v)[..10]),
+                _ => {
+                    let iv = if v.is_nan() {
+                        -(r.below(3) as i64)
+                    } else {
+                        v as i64
+                    };
+                    e[..vn].copy_from_slice(&iv.to_le_bytes()[..vn]);
+                }
+            }
+            match el {
+                Elem::TwoReal => e[ioff..ioff + 4].copy_from_slice(&(i as f32).to_le_bytes()),
+                Elem::TwoDoublePrecision => {
+                    e[ioff..ioff + 8].copy_from_slice(&(i as f64).to_le_bytes())
+                }
+                _ => e[ioff..ioff + in_].copy_from_slice(&i.to_le_bytes()[..in_]),
+            }
+        }
+        _ => {}
+    }
+    e
+}
+
+fn gen(p: &Predef, count: usize, r: &mut Rng, ht: &[(f64, u16)]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(count * p.extent);
+    for _ in 0..count {
+        v.extend(gen_elem(p, r, ht));
+    }
+    v
+}
+
+/// Equality of results, with NaN results compared by "is a NaN" where the formats'
+/// payloads are not ours to define (long double and binary128 arithmetic).
+fn same(p: &Predef, op: BuiltinOp, got: &[u8], want: &[u8]) -> bool {
+    let arith = matches!(op, BuiltinOp::Sum | BuiltinOp::Prod);
+    match p.elem {
+        Elem::LongDouble | Elem::ComplexLongDouble | Elem::Float128 | Elem::ComplexFloat128
+            if arith =>
+        {
+            let ld = matches!(p.elem, Elem::LongDouble | Elem::ComplexLongDouble);
+            let get = |s: &[u8]| if ld { x87_to_f64(s) } else { q_to_f64(s) };
+            got.chunks(16).zip(want.chunks(16)).all(|(g, w)| {
+                let (a, b) = (get(g), get(w));
+                (a.is_nan() && b.is_nan()) || (a.to_bits() == b.to_bits() && g[10..] == w[10..])
+            })
+        }
+        Elem::F32 | Elem::F64 | Elem::ComplexF32 | Elem::ComplexF64 | Elem::F16 if arith => {
+            // arithmetic NaNs: the hardware picks the payload; compare NaN-ness
+            let n = match p.elem {
+                Elem::F16 => 2,
+                Elem::F32 | Elem::ComplexF32 => 4,
+                _ => 8,
+            };
+            got.chunks(n).zip(want.chunks(n)).all(|(g, w)| {
+                let nan = |s: &[u8]| match n {
+                    2 => {
+                        let h = u16::from_le_bytes(s.try_into().unwrap());
+                        (h >> 10) & 0x1f == 31 && h & 0x3ff != 0
+                    }
+                    4 => f32::from_le_bytes(s.try_into().unwrap()).is_nan(),
+                    _ => f64::from_le_bytes(s.try_into().unwrap()).is_nan(),
+                };
+                if nan(g) || nan(w) {
+                    nan(g) && nan(w)
+                } else {
+                    g == w
+                }
+            })
+        }
+        _ => got == want,
+    }
+}
+
+fn run_one(op: BuiltinOp, p: &Predef, count: usize, offset: usize, seed: u64, ht: &[(f64, u16)]) {
+    let mut r = Rng(seed | 1);
+    let a = gen(p, count, &mut r, ht);
+    let b = gen(p, count, &mut r, ht);
+    let want = oracle(op, p, &a, &b, count, ht);
+    // copy into buffers shifted by `offset` bytes to exercise unaligned access
+    let mut abuf = vec![0u8; a.len() + offset];
+    abuf[offset..].copy_from_slice(&a);
+    let mut bbuf = vec![0u8; b.len() + offset];
+    bbuf[offset..].copy_from_slice(&b);
+    let o = OpRef::Builtin(op);
+    apply(&o, p.handle, &abuf[offset..], &mut bbuf[offset..], count).unwrap();
+    let got = &bbuf[offset..];
+    if !same(p, op, got, &want) {
+        let bad = (0..count)
+            .find(|&i| {
+                let s = i * p.extent..(i + 1) * p.extent;
+                !same(p, op, &got[s.clone()], &want[s])
+            })
+            .unwrap_or(0);
+        let s = bad * p.extent..(bad + 1) * p.extent;
+        panic!(
+            "{} on {} count {count} offset {offset}: element {bad}: in {:02x?} inout {:02x?} got {:02x?} want {:02x?}",
+            op.name(),
+            p.name,
+            &a[s.clone()],
+            &b[s.clone()],
+            &got[s.clone()],
+            &want[s]
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// the tests
 
 #[test]
-fn smoke_sum_double() {
-    let a: Vec<u8> = [1.0f64, 2.0, 3.0]
-        .iter()
-        .flat_map(|x| x.to_ne_bytes())
-        .collect();
-    let mut b: Vec<u8> = [10.0f64, 20.0, 30.0]
-        .iter()
-        .flat_map(|x| x.to_ne_bytes())
-        .collect();
-    apply(&resolve(MPI_SUM).unwrap(), MPI_DOUBLE, &a, &mut b, 3).unwrap();
-    let r: Vec<f64> = b
-        .chunks(8)
+fn matrix_against_oracle() {
+    let ht = half_table();
+    let mut checked = 0;
+    for p in PREDEFINED.iter() {
+        for op in BuiltinOp::ALL {
+            if !valid(op, p.class) {
+                continue;
+            }
+            for (k, &count) in [0usize, 1, 2, 3, 7, 31, 64, 1001].iter().enumerate() {
+                for offset in [0usize, 1] {
+                    run_one(
+                        op,
+                        p,
+                        count,
+                        offset,
+                        (p.handle as u64) ^ (k as u64 * 7919) ^ offset as u64,
+                        &ht,
+                    );
+                }
+            }
+            checked += 1;
+        }
+    }
+    // every valid (op, type) pair of the table was exercised
+    assert!(checked > 200, "{checked}");
+}
+
+#[test]
+fn large_counts() {
+    let ht = half_table();
+    for name in [
+        "MPI_DOUBLE",
+        "MPI_INT",
+        "MPI_FLOAT",
+        "MPI_UNSIGNED_CHAR",
+        "MPI_LONG_DOUBLE",
+        "MPI_DOUBLE_INT",
+        "MPI_C_DOUBLE_COMPLEX",
+        "MPIX_C_FLOAT16",
+        "MPI_LOGICAL",
+    ] {
+        let p = PREDEFINED.iter().find(|p| p.name == name).unwrap();
+        for op in BuiltinOp::ALL {
+            if valid(op, p.class) {
+                run_one(op, p, 100_003, 1, 42, &ht);
+                run_one(op, p, 100_003, 0, 43, &ht);
+            }
+        }
+    }
+}
+
+#[test]
+fn validity_table_errors() {
+    let cases = [
+        (MPI_BAND, MPI_DOUBLE),
+        (MPI_SUM, MPI_CHAR),
+        (MPI_MAX, MPI_CHARACTER),
+        (MPI_SUM, MPI_C_BOOL),
+        (MPI_LAND, MPI_INTEGER),
+        (MPI_LAND, MPI_DOUBLE),
+        (MPI_MAX, MPI_C_DOUBLE_COMPLEX),
+        (MPI_MINLOC, MPI_INT),
+        (MPI_SUM, MPI_2INT),
+        (MPI_SUM, MPI_BYTE),
+        (MPI_BOR, MPI_LOGICAL),
+        (MPI_SUM, MPI_WCHAR),
+        (MPI_SUM, MPI_PACKED),
+        (MPI_REPLACE, MPI_INT),
+        (MPI_NO_OP, MPI_INT),
+        (MPI_BXOR, MPI_FLOAT),
+        (MPI_LXOR, MPI_AINT),
+    ];
+    for (o, t) in cases {
+        let b = BuiltinOp::from_handle(o).unwrap();
+        let e: MpiError = kernel_for(b, t).map(|_| ()).unwrap_err();
+        assert_eq!(e.class, MPI_ERR_OP, "{}", e.msg);
+        assert!(e.msg.contains(b.name()), "{}", e.msg);
+        assert!(
+            e.msg.contains(predefined::lookup(t).unwrap().name),
+            "{}",
+            e.msg
+        );
+        let mut x = vec![0u8; 64];
+        let y = vec![0u8; 64];
+        assert_eq!(
+            apply(&OpRef::Builtin(b), t, &y, &mut x, 1)
+                .unwrap_err()
+                .class,
+            MPI_ERR_OP
+        );
+    }
+    let e = kernel_for(BuiltinOp::Band, MPI_DOUBLE)
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(
+        e.msg,
+        "MPI_BAND is not defined for datatype MPI_DOUBLE (floating point)"
+    );
+    // a sample of valid ones
+    for (o, t) in [
+        (MPI_LAND, MPI_C_BOOL),
+        (MPI_LXOR, MPI_LOGICAL),
+        (MPI_BAND, MPI_BYTE),
+        (MPI_BAND, MPI_INTEGER),
+        (MPI_SUM, MPI_AINT),
+        (MPI_SUM, MPI_COMPLEX32),
+        (MPI_MAX, MPI_REAL16),
+        (MPI_MAX, MPI_SIGNED_CHAR),
+        (MPI_LAND, MPI_UNSIGNED_CHAR),
+        (MPI_MAXLOC, MPI_LONG_DOUBLE_INT),
+        (MPI_MINLOC, MPI_2DOUBLE_PRECISION),
+        (MPI_PROD, MPI_COUNT),
+    ] {
+        assert!(
+            kernel_for(BuiltinOp::from_handle(o).unwrap(), t).is_ok(),
+            "{o:#x} {t:#x}"
+        );
+    }
+}
+
+#[test]
+fn datatype_errors() {
+    let e = kernel_for(BuiltinOp::Sum, MPI_DATATYPE_NULL)
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(e.class, MPI_ERR_TYPE);
+    assert!(e.msg.contains("MPI_DATATYPE_NULL"));
+    let e = kernel_for(BuiltinOp::Sum, 12345).map(|_| ()).unwrap_err();
+    assert_eq!(e.class, MPI_ERR_TYPE);
+    let e = kernel_for(BuiltinOp::Sum, MPI_INTEGER16)
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(e.class, MPI_ERR_TYPE);
+}
+
+fn f64s(v: &[f64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+}
+fn to_f64s(b: &[u8]) -> Vec<f64> {
+    b.chunks(8)
         .map(|c| f64::from_ne_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn float_max_min_documented_rules() {
+    let nan1 = f64::from_bits(0x7ff8_0000_0000_0001);
+    let nan2 = f64::from_bits(0xfff8_0000_0000_0002);
+    let a = f64s(&[
+        nan1,
+        1.0,
+        nan1,
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        -0.0,
+    ]);
+    let b = f64s(&[1.0, nan2, nan2, -0.0, 0.0, f64::NAN, 5.0, -0.0]);
+    let (kmax, _) = kernel_for(BuiltinOp::Max, MPI_DOUBLE).unwrap();
+    let (kmin, _) = kernel_for(BuiltinOp::Min, MPI_DOUBLE).unwrap();
+    let mut x = b.clone();
+    kmax(&a, &mut x);
+    let r = to_f64s(&x);
+    assert_eq!(r[0].to_bits(), nan1.to_bits()); // inv's NaN
+    assert_eq!(r[1].to_bits(), nan2.to_bits()); // inout's NaN
+    assert_eq!(r[2].to_bits(), nan1.to_bits()); // both: inv's
+    assert_eq!(r[3].to_bits(), 0.0f64.to_bits()); // MAX(+0,-0) = +0
+    assert_eq!(r[4].to_bits(), 0.0f64.to_bits()); // MAX(-0,+0) = +0
+    assert!(r[5].is_nan());
+    assert_eq!(r[6], 5.0);
+    assert_eq!(r[7].to_bits(), (-0.0f64).to_bits());
+    let mut y = b.clone();
+    kmin(&a, &mut y);
+    let r = to_f64s(&y);
+    assert_eq!(r[0].to_bits(), nan1.to_bits());
+    assert_eq!(r[3].to_bits(), (-0.0f64).to_bits()); // MIN(+0,-0) = -0
+    assert_eq!(r[4].to_bits(), (-0.0f64).to_bits());
+    assert_eq!(r[6], f64::NEG_INFINITY);
+    // SUM with infinities
+    let (ksum, _) = kernel_for(BuiltinOp::Sum, MPI_DOUBLE).unwrap();
+    let mut z = f64s(&[f64::NEG_INFINITY, 1.0, -0.0]);
+    ksum(&f64s(&[f64::INFINITY, f64::INFINITY, -0.0]), &mut z);
+    let r = to_f64s(&z);
+    assert!(r[0].is_nan());
+    assert_eq!(r[1], f64::INFINITY);
+    assert_eq!(r[2].to_bits(), (-0.0f64).to_bits());
+}
+
+#[test]
+fn long_double_rules() {
+    let (kmax, _) = kernel_for(BuiltinOp::Max, MPI_LONG_DOUBLE).unwrap();
+    let (kmin, _) = kernel_for(BuiltinOp::Min, MPI_LONG_DOUBLE).unwrap();
+    let vals = |v: &[f64]| -> Vec<u8> { v.iter().flat_map(|&x| f64_to_x87(x)).collect() };
+    let a = vals(&[0.0, -0.0, f64::NAN, 2.0]);
+    let b = vals(&[-0.0, 0.0, 1.0, f64::NAN]);
+    let mut x = b.clone();
+    // padding of inout is never written
+    for i in 0..4 {
+        x[i * 16 + 10..i * 16 + 16].fill(0xEE);
+    }
+    kmax(&a, &mut x);
+    let r: Vec<f64> = x.chunks(16).map(x87_to_f64).collect();
+    assert_eq!(r[0].to_bits(), 0.0f64.to_bits());
+    assert_eq!(r[1].to_bits(), 0.0f64.to_bits());
+    assert!(r[2].is_nan() && r[3].is_nan());
+    assert!(x.chunks(16).all(|c| c[10..] == [0xEE; 6]));
+    let mut y = b.clone();
+    kmin(&a, &mut y);
+    let r: Vec<f64> = y.chunks(16).map(x87_to_f64).collect();
+    assert_eq!(r[0].to_bits(), (-0.0f64).to_bits());
+    assert_eq!(r[1].to_bits(), (-0.0f64).to_bits());
+}
+
+#[test]
+fn integer_extremes_wrap() {
+    let (ks, _) = kernel_for(BuiltinOp::Sum, MPI_INT).unwrap();
+    let (kp, _) = kernel_for(BuiltinOp::Prod, MPI_LONG).unwrap();
+    let mut x: Vec<u8> = [i32::MAX, i32::MIN, -1]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
         .collect();
-    assert_eq!(r, vec![11.0, 22.0, 33.0]);
-    let mut b = vec![0u8; 16];
-    let a = vec![0u8; 16];
-    assert!(apply(&resolve(MPI_SUM).unwrap(), MPI_LONG_DOUBLE, &a, &mut b, 1).is_ok());
-    assert!(apply(&resolve(MPI_SUM).unwrap(), MPI_REAL16, &a, &mut b, 1).is_ok());
+    ks(
+        &[1i32, -1, 1]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect::<Vec<u8>>(),
+        &mut x,
+    );
+    let r: Vec<i32> = x
+        .chunks(4)
+        .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(r, vec![i32::MIN, i32::MAX, 0]);
+    let mut y = i64::MIN.to_ne_bytes().to_vec();
+    kp(&(-1i64).to_ne_bytes(), &mut y);
+    assert_eq!(i64::from_ne_bytes(y[..].try_into().unwrap()), i64::MIN);
+    let (kmx, _) = kernel_for(BuiltinOp::Max, MPI_UNSIGNED_LONG).unwrap();
+    let mut z = 1u64.to_ne_bytes().to_vec();
+    kmx(&u64::MAX.to_ne_bytes(), &mut z);
+    assert_eq!(u64::from_ne_bytes(z[..].try_into().unwrap()), u64::MAX);
+}
+
+#[test]
+fn logical_values_other_than_0_1() {
+    let (k, _) = kernel_for(BuiltinOp::Land, MPI_LOGICAL).unwrap();
+    let mut x: Vec<u8> = [2i32, -1, 0, 7]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    k(
+        &[4i32, 1, 3, 0]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect::<Vec<u8>>(),
+        &mut x,
+    );
+    let r: Vec<i32> = x
+        .chunks(4)
+        .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(r, vec![1, 1, 0, 0]);
+    let (k, _) = kernel_for(BuiltinOp::Lxor, MPI_C_BOOL).unwrap();
+    let mut x = vec![2u8, 0, 0xff, 0];
+    k(&[1u8, 5, 3, 0], &mut x);
+    assert_eq!(x, vec![0, 1, 0, 0]);
+    let (k, _) = kernel_for(BuiltinOp::Lor, MPI_INT).unwrap();
+    let mut x: Vec<u8> = [0i32, -5].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    k(
+        &[0i32, 0]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect::<Vec<u8>>(),
+        &mut x,
+    );
+    assert_eq!(
+        x,
+        [0i32, 1]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect::<Vec<u8>>()
+    );
+}
+
+#[test]
+fn minloc_ties_take_smaller_index() {
+    let pack = |v: &[(f64, i32)]| -> Vec<u8> {
+        v.iter()
+            .flat_map(|&(x, i)| {
+                let mut e = vec![0xCCu8; 16];
+                e[..8].copy_from_slice(&x.to_ne_bytes());
+                e[8..12].copy_from_slice(&i.to_ne_bytes());
+                e
+            })
+            .collect()
+    };
+    let a = pack(&[(1.0, 5), (1.0, 2), (0.5, 9), (2.0, 1)]);
+    let b = pack(&[(1.0, 3), (1.0, 4), (1.0, 0), (2.0, 1)]);
+    let (k, ext) = kernel_for(BuiltinOp::Minloc, MPI_DOUBLE_INT).unwrap();
+    assert_eq!(ext, 16);
+    let mut x = b.clone();
+    k(&a, &mut x);
+    assert_eq!(x, pack(&[(1.0, 3), (1.0, 2), (0.5, 9), (2.0, 1)]));
+    let (k, _) = kernel_for(BuiltinOp::Maxloc, MPI_DOUBLE_INT).unwrap();
+    let mut x = b.clone();
+    k(&a, &mut x);
+    assert_eq!(x, pack(&[(1.0, 3), (1.0, 2), (1.0, 0), (2.0, 1)]));
+    // a last element without its padding (count*extent - 4 bytes) is still reduced
+    let mut y = b[..60].to_vec();
+    apply(
+        &OpRef::Builtin(BuiltinOp::Minloc),
+        MPI_DOUBLE_INT,
+        &a[..60],
+        &mut y,
+        4,
+    )
+    .unwrap();
+    assert_eq!(y[..], pack(&[(1.0, 3), (1.0, 2), (0.5, 9), (2.0, 1)])[..60]);
+}
+
+#[test]
+fn count_zero_and_short_buffers() {
+    let o = OpRef::Builtin(BuiltinOp::Sum);
+    let mut e: Vec<u8> = vec![];
+    apply(&o, MPI_DOUBLE, &[], &mut e, 0).unwrap();
+    let mut x = vec![0u8; 8];
+    let err = apply(&o, MPI_DOUBLE, &[0u8; 8], &mut x, 2).unwrap_err();
+    assert_eq!(err.class, MPI_ERR_BUFFER);
+}
+
+#[test]
+fn f16_conversion_roundtrip() {
+    use super::kernels::{f32_to_half, half_to_f32};
+    let ht = half_table();
+    for h in 0..=0xffffu16 {
+        let f = half_to_f32(h);
+        if f.is_nan() {
+            assert!((h >> 10) & 0x1f == 31 && h & 0x3ff != 0);
+            continue;
+        }
+        assert_eq!(f as f64, half_value(h), "{h:#x}");
+        assert_eq!(f32_to_half(f), h, "{h:#x}");
+    }
+    let mut r = Rng(99);
+    for _ in 0..100_000 {
+        let f = f32::from_bits(r.next() as u32);
+        if f.is_nan() {
+            continue;
+        }
+        assert_eq!(f32_to_half(f), half_round(f as f64, &ht), "{f:e}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// user-defined ops
+
+unsafe extern "C" fn user_sum_i32(a: *mut c_void, b: *mut c_void, len: *mut c_int, dt: *mut i32) {
+    // SAFETY: called by apply with `*len` i32 elements at a and b.
+    unsafe {
+        assert_eq!(*dt, MPI_INT);
+        let a = std::slice::from_raw_parts(a as *const i32, *len as usize);
+        let b = std::slice::from_raw_parts_mut(b as *mut i32, *len as usize);
+        for (x, y) in a.iter().zip(b.iter_mut()) {
+            *y = x.wrapping_add(*y);
+        }
+    }
+}
+
+/// Non-commutative: 2x2 matrix product inout = in * inout on f64[4] (as 4 MPI_DOUBLE).
+unsafe extern "C" fn user_matmul(a: *mut c_void, b: *mut c_void, len: *mut c_int, _dt: *mut i32) {
+    // SAFETY: called by apply with `*len` doubles at a and b, a multiple of 4.
+    unsafe {
+        let n = *len as usize;
+        let a = std::slice::from_raw_parts(a as *const f64, n);
+        let b = std::slice::from_raw_parts_mut(b as *mut f64, n);
+        for (x, y) in a.chunks(4).zip(b.chunks_mut(4)) {
+            let r = [
+                x[0] * y[0] + x[1] * y[2],
+                x[0] * y[1] + x[1] * y[3],
+                x[2] * y[0] + x[3] * y[2],
+                x[2] * y[1] + x[3] * y[3],
+            ];
+            y.copy_from_slice(&r);
+        }
+    }
+}
+
+#[test]
+fn user_ops() {
+    let h = create(user_sum_i32, true).unwrap();
+    assert_eq!(handle_kind(h), KIND_DIRECT);
+    assert_eq!(handle_obj(h), OBJ_OP);
+    let o = resolve(h).unwrap();
+    assert!(is_commutative(&o));
+    let a: Vec<u8> = (0..1001i32).flat_map(|v| v.to_ne_bytes()).collect();
+    let mut b: Vec<u8> = (0..1001i32)
+        .map(|v| v * 3)
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    apply(&o, MPI_INT, &a, &mut b, 1001).unwrap();
+    let r: Vec<i32> = b
+        .chunks(4)
+        .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    assert!(r.iter().enumerate().all(|(i, &v)| v == 4 * i as i32));
+
+    let m = create(user_matmul, false).unwrap();
+    let om = resolve(m).unwrap();
+    assert!(!is_commutative(&om));
+    let x = f64s(&[1.0, 2.0, 3.0, 4.0]);
+    let mut y = f64s(&[0.0, 1.0, 1.0, 0.0]);
+    apply(&om, MPI_DOUBLE, &x, &mut y, 4).unwrap();
+    // in * inout, not inout * in
+    assert_eq!(to_f64s(&y), vec![2.0, 1.0, 4.0, 3.0]);
+
+    // free: the handle dies, an OpRef held by an operation in progress stays usable
+    free(m).unwrap();
+    assert_eq!(resolve(m).unwrap_err().class, MPI_ERR_OP);
+    assert_eq!(free(m).unwrap_err().class, MPI_ERR_OP);
+    let mut y = f64s(&[0.0, 1.0, 1.0, 0.0]);
+    apply(&om, MPI_DOUBLE, &x, &mut y, 4).unwrap();
+    free(h).unwrap();
+}
+
+#[test]
+fn resolve_and_free_errors() {
+    for b in BuiltinOp::ALL {
+        assert_eq!(BuiltinOp::from_handle(b.handle()), Some(b));
+        assert!(matches!(resolve(b.handle()).unwrap(), OpRef::Builtin(x) if x == b));
+        assert!(is_commutative(&resolve(b.handle()).unwrap()));
+        let e = free(b.handle()).unwrap_err();
+        assert_eq!(e.class, MPI_ERR_OP);
+        assert!(e.msg.contains(b.name()));
+    }
+    let e = resolve(MPI_OP_NULL).unwrap_err();
+    assert_eq!(e.class, MPI_ERR_OP);
+    assert!(e.msg.contains("MPI_OP_NULL"));
+    assert_eq!(free(MPI_OP_NULL).unwrap_err().class, MPI_ERR_OP);
+    assert_eq!(resolve(0x1234).unwrap_err().class, MPI_ERR_OP);
+    assert_eq!(resolve(MPI_INT).unwrap_err().class, MPI_ERR_OP);
+    assert_eq!(
+        resolve(direct_handle(OBJ_OP, 0x3ff_0000))
+            .unwrap_err()
+            .class,
+        MPI_ERR_OP
+    );
+}
+
+#[test]
+fn baseline_and_avx2_agree() {
+    // The same generic loop compiled twice must give the same bits.
+    use super::kernels::SimdLevel;
+    if super::kernels::simd_level() != SimdLevel::Avx2 {
+        return;
+    }
+    let ht = half_table();
+    let p = PREDEFINED.iter().find(|p| p.name == "MPI_DOUBLE").unwrap();
+    let mut r = Rng(5);
+    let a = gen(p, 1003, &mut r, &ht);
+    let b = gen(p, 1003, &mut r, &ht);
+    for op in [
+        BuiltinOp::Max,
+        BuiltinOp::Min,
+        BuiltinOp::Sum,
+        BuiltinOp::Prod,
+    ] {
+        let k = kernel(op, Elem::F64).unwrap();
+        let kb = super::kernels::kernel_at(op, Elem::F64, SimdLevel::Baseline).unwrap();
+        let (mut x, mut y) = (b.clone(), b.clone());
+        k(&a, &mut x);
+        kb(&a, &mut y);
+        // bit-identical, except that the payload of a NaN made by arithmetic may differ
+        // (the compiler may commute the operands of + and *)
+        assert!(same(p, op, &x, &y), "{}", op.name());
+        if matches!(op, BuiltinOp::Max | BuiltinOp::Min) {
+            assert_eq!(x, y, "{}", op.name());
+        }
+    }
+}
+
+/// Timing of the baseline and AVX2 loops (run by hand:
+/// `cargo test --release --lib op::tests::simd_timing -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn simd_timing() {
+    use super::kernels::{kernel_at, SimdLevel};
+    use std::time::Instant;
+    let cases = [
+        (BuiltinOp::Sum, Elem::F64, 8),
+        (BuiltinOp::Max, Elem::F64, 8),
+        (BuiltinOp::Sum, Elem::F32, 4),
+        (BuiltinOp::Sum, Elem::I32, 4),
+        (BuiltinOp::Max, Elem::I32, 4),
+        (BuiltinOp::Prod, Elem::I64, 8),
+        (BuiltinOp::Band, Elem::U8, 1),
+        (BuiltinOp::Land, Elem::I32, 4),
+        (BuiltinOp::Prod, Elem::ComplexF64, 16),
+        (BuiltinOp::Sum, Elem::F16, 2),
+    ];
+    for n in [4096usize, 1 << 20] {
+        for &(op, elem, sz) in &cases {
+            let a = vec![1u8; n * sz + 1];
+            let mut b = vec![2u8; n * sz + 1];
+            let mut line = format!("{:>8} {:?} {:?}:", n, op, elem);
+            for (lvl, off) in [
+                (SimdLevel::Baseline, 0),
+                (SimdLevel::Avx2, 0),
+                (SimdLevel::Baseline, 1),
+                (SimdLevel::Avx2, 1),
+            ] {
+                let k = kernel_at(op, elem, lvl).unwrap();
+                let reps = (1 << 26) / (n * sz);
+                let t = Instant::now();
+                for _ in 0..reps {
+                    k(&a[off..off + n * sz], &mut b[off..off + n * sz]);
+                    std::hint::black_box(&mut b);
+                }
+                let ns = t.elapsed().as_nanos() as f64 / reps as f64;
+                line += &format!("  {lvl:?}+{off}: {:.2} GB/s", (3 * n * sz) as f64 / ns);
+            }
+            println!("{line}");
+        }
+    }
 }
