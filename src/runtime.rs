@@ -136,36 +136,72 @@ pub fn handle_error(func: &str, comm: i32, e: MpiError) -> i32 {
 /// and returns the thread level provided.
 pub fn init(required: i32) -> MpiResult<i32> {
     match state() {
-        INITIALIZED => return Err(err(MPI_ERR_OTHER, "MPI is already initialised (MPI_Init called twice)")),
-        FINALIZED => return Err(err(MPI_ERR_OTHER, "MPI cannot be initialised again after MPI_Finalize")),
+        INITIALIZED => {
+            return Err(err(
+                MPI_ERR_OTHER,
+                "MPI is already initialised (MPI_Init called twice)",
+            ))
+        }
+        FINALIZED => {
+            return Err(err(
+                MPI_ERR_OTHER,
+                "MPI cannot be initialised again after MPI_Finalize",
+            ))
+        }
         _ => {}
     }
     let env = |k: &str| std::env::var(k).ok();
-    let (rank, size, arena, singleton) = match (env("SHMPI_RANK"), env("SHMPI_SIZE"), env("SHMPI_ARENA_FD")) {
+    let (rank, size, arena, singleton) = match (
+        env("SHMPI_RANK"),
+        env("SHMPI_SIZE"),
+        env("SHMPI_ARENA_FD"),
+    ) {
         (Some(r), Some(s), Some(fd)) => {
-            let bad = |what: &str, v: &str| err(MPI_ERR_OTHER, format!("bad {what}={v:?} in the environment (start the program with shmpi's mpiexec)"));
+            let bad = |what: &str, v: &str| {
+                err(MPI_ERR_OTHER, format!("bad {what}={v:?} in the environment (start the program with shmpi's mpiexec)"))
+            };
             let rank: usize = r.parse().map_err(|_| bad("SHMPI_RANK", &r))?;
             let size: usize = s.parse().map_err(|_| bad("SHMPI_SIZE", &s))?;
             let fd: i32 = fd.parse().map_err(|_| bad("SHMPI_ARENA_FD", &fd))?;
             if size == 0 || rank >= size {
                 return Err(bad("SHMPI_RANK", &r));
             }
-            let arena = Arena::map(fd, size).map_err(|e| err(MPI_ERR_OTHER, format!("cannot map the job's shared arena (fd {fd}): {e}")))?;
+            let arena = Arena::map(fd, size).map_err(|e| {
+                err(
+                    MPI_ERR_OTHER,
+                    format!("cannot map the job's shared arena (fd {fd}): {e}"),
+                )
+            })?;
             if !arena.validate(size) {
-                return Err(err(MPI_ERR_OTHER, format!("the shared arena behind fd {fd} does not belong to a job of {size} ranks")));
+                return Err(err(
+                    MPI_ERR_OTHER,
+                    format!(
+                        "the shared arena behind fd {fd} does not belong to a job of {size} ranks"
+                    ),
+                ));
             }
             (rank, size, arena, false)
         }
         _ => {
-            let fd = crate::shm::create_job_arena(1).map_err(|e| err(MPI_ERR_OTHER, format!("cannot create the shared arena: {e}")))?;
+            let fd = crate::shm::create_job_arena(1).map_err(|e| {
+                err(
+                    MPI_ERR_OTHER,
+                    format!("cannot create the shared arena: {e}"),
+                )
+            })?;
             use std::os::fd::AsRawFd;
-            let arena = Arena::map(fd.as_raw_fd(), 1).map_err(|e| err(MPI_ERR_OTHER, format!("cannot map the shared arena: {e}")))?;
+            let arena = Arena::map(fd.as_raw_fd(), 1)
+                .map_err(|e| err(MPI_ERR_OTHER, format!("cannot map the shared arena: {e}")))?;
             (0, 1, arena, true)
         }
     };
     // SAFETY: getpid has no preconditions.
-    arena.rank_pid(rank).store(unsafe { libc::getpid() } as u32, Ordering::Relaxed);
-    arena.rank_state(rank).store(crate::shm::STATE_STARTED, Ordering::Release);
+    arena
+        .rank_pid(rank)
+        .store(unsafe { libc::getpid() } as u32, Ordering::Relaxed);
+    arena
+        .rank_state(rank)
+        .store(crate::shm::STATE_STARTED, Ordering::Release);
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
     let job = Job {
         rank,
@@ -188,7 +224,9 @@ pub fn finalize() -> MpiResult<()> {
     let j = job()?;
     let world = crate::comm::get(MPI_COMM_WORLD)?;
     crate::coll::barrier(&world)?;
-    j.arena.rank_state(j.rank).store(crate::shm::STATE_FINALIZED, Ordering::Release);
+    j.arena
+        .rank_state(j.rank)
+        .store(crate::shm::STATE_FINALIZED, Ordering::Release);
     set_state(FINALIZED);
     // SAFETY: fflush(NULL) flushes all C streams.
     unsafe {

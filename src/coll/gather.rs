@@ -7,6 +7,7 @@
 //!   the step each member copies its own (Scatter, Scatterv).
 //! - `alltoall`: every member's slot is split into n sub-blocks, one per destination
 //!   (Alltoall, v, w).
+//!
 //! When piece lengths may differ between members (the v and w forms), a first step
 //! agrees on the longest piece so that every member runs the same number of steps.
 //! Cost: one synchronisation per chunk; two copies per byte moved.
@@ -39,7 +40,10 @@ fn agree_max(ch: &Chan, mine: usize, vary: bool) -> MpiResult<usize> {
     }
     ch.put_args(&[mine as u64]);
     ch.step()?;
-    Ok((0..ch.n).map(|i| ch.peer_args(i, 0) as usize).max().unwrap_or(0))
+    Ok((0..ch.n)
+        .map(|i| ch.peer_args(i, 0) as usize)
+        .max()
+        .unwrap_or(0))
 }
 
 /// Every member sends `send` (its own piece, or none); member `me` receives `recv[i]`
@@ -58,7 +62,8 @@ pub fn by_sender(comm: &Comm, send: Piece, recv: &[Piece], vary: bool) -> MpiRes
         let start = t * chunk;
         if send.len > start {
             let len = chunk.min(send.len - start);
-            send.buf.read_at(send.off + start, ch.slice_mut(ch.slot(ch.me, p), len));
+            send.buf
+                .read_at(send.off + start, ch.slice_mut(ch.slot(ch.me, p), len));
         }
         if ch.n > 1 {
             ch.step()?;
@@ -82,7 +87,11 @@ pub fn scatter(comm: &Comm, root: usize, send: &[Piece], recv: Piece, vary: bool
     } else {
         recv.len
     };
-    let longest = if vary { agree_max(&ch, mine, true)? } else { mine };
+    let longest = if vary {
+        agree_max(&ch, mine, true)?
+    } else {
+        mine
+    };
     let nchunks = longest.div_ceil(chunk).max(1);
     for t in 0..nchunks {
         let (_, p) = ch.next_step();
@@ -91,7 +100,8 @@ pub fn scatter(comm: &Comm, root: usize, send: &[Piece], recv: Piece, vary: bool
             for (j, s) in send.iter().enumerate() {
                 if s.len > start {
                     let len = chunk.min(s.len - start);
-                    s.buf.read_at(s.off + start, ch.slice_mut(ch.slot(j, p), len));
+                    s.buf
+                        .read_at(s.off + start, ch.slice_mut(ch.slot(j, p), len));
                 }
             }
         }
@@ -100,7 +110,8 @@ pub fn scatter(comm: &Comm, root: usize, send: &[Piece], recv: Piece, vary: bool
         }
         if recv.len > start {
             let len = chunk.min(recv.len - start);
-            recv.buf.write_at(recv.off + start, ch.slice(ch.slot(ch.me, p), len));
+            recv.buf
+                .write_at(recv.off + start, ch.slice(ch.slot(ch.me, p), len));
         }
     }
     Ok(())
@@ -127,7 +138,10 @@ pub fn alltoall(comm: &Comm, send: &[Piece], recv: &[Piece], vary: bool) -> MpiR
         for (j, s) in send.iter().enumerate() {
             if s.len > start {
                 let len = sub.min(s.len - start);
-                s.buf.read_at(s.off + start, ch.slice_mut(ch.slot(ch.me, p) + j * sub, len));
+                s.buf.read_at(
+                    s.off + start,
+                    ch.slice_mut(ch.slot(ch.me, p) + j * sub, len),
+                );
             }
         }
         if n > 1 {

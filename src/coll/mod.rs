@@ -63,7 +63,9 @@ impl<'a> Chan<'a> {
     }
 
     fn counter(&self, i: usize) -> &std::sync::atomic::AtomicU64 {
-        self.job.arena.u64_at(self.job.arena.lay.chan_counter(self.comm.ctx, i))
+        self.job
+            .arena
+            .u64_at(self.job.arena.lay.chan_counter(self.comm.ctx, i))
     }
 
     /// Arrives at the next step and waits until every member has arrived.
@@ -86,9 +88,7 @@ impl<'a> Chan<'a> {
                 return Ok(s);
             }
             crate::p2p::progress();
-            b.pause(|| {
-                (first..self.n).all(|j| self.counter(j).load(Ordering::SeqCst) >= s)
-            });
+            b.pause(|| (first..self.n).all(|j| self.counter(j).load(Ordering::SeqCst) >= s));
         }
     }
 

@@ -128,8 +128,10 @@ pub fn reduce_vector(comm: &Comm, total: usize, red: &Reduction, part: &Part) ->
             let lo = part.lo.max(start);
             let hi = part.hi.min(start + len);
             if hi > lo {
-                part.recv
-                    .write_at(lo - part.lo, ch.slice(ch.result(pp) + (lo - start), hi - lo));
+                part.recv.write_at(
+                    lo - part.lo,
+                    ch.slice(ch.result(pp) + (lo - start), hi - lo),
+                );
             }
         }
         if let Some((start, len)) = cur {
@@ -147,7 +149,14 @@ pub fn reduce_vector(comm: &Comm, total: usize, red: &Reduction, part: &Part) ->
 
 /// MPI_Scan (inclusive) and MPI_Exscan: member i receives the fold of members 0..=i
 /// (or 0..i).
-pub fn scan(comm: &Comm, total: usize, red: &Reduction, send: Option<UserBuf>, recv: UserBuf, exclusive: bool) -> MpiResult<()> {
+pub fn scan(
+    comm: &Comm,
+    total: usize,
+    red: &Reduction,
+    send: Option<UserBuf>,
+    recv: UserBuf,
+    exclusive: bool,
+) -> MpiResult<()> {
     let ch = Chan::new(comm)?;
     let n = ch.n;
     let e = red.extent.max(1);

@@ -44,7 +44,8 @@ pub fn free(h: i32) -> MpiResult<()> {
 
 /// Calls user error handler `eh` for an error `code` on `comm`.
 pub fn call_user_errhandler(eh: i32, comm: i32, code: i32) {
-    let f = direct_index(eh, OBJ_ERRHANDLER).and_then(|i| USER.read().unwrap().get(i).copied().flatten());
+    let f = direct_index(eh, OBJ_ERRHANDLER)
+        .and_then(|i| USER.read().unwrap().get(i).copied().flatten());
     if let Some(f) = f {
         let mut c = comm;
         let mut e = code;

@@ -190,5 +190,11 @@ pub use errhandler::call_user_errhandler;
 
 /// Number of live user communicators (for leak checks).
 pub fn live_user_comms() -> usize {
-    TABLE.read().unwrap().user.iter().filter(|c| c.is_some()).count()
+    TABLE
+        .read()
+        .unwrap()
+        .user
+        .iter()
+        .filter(|c| c.is_some())
+        .count()
 }

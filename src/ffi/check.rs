@@ -39,27 +39,47 @@ pub struct TypeInfo {
 /// A datatype argument.
 pub fn datatype(h: i32, arg: &str) -> MpiResult<TypeInfo> {
     match crate::datatype::info(h) {
-        Some((size, extent)) => Ok(TypeInfo { handle: h, size, extent }),
-        None if h == MPI_DATATYPE_NULL => Err(err(MPI_ERR_TYPE, format!("{arg} is MPI_DATATYPE_NULL"))),
-        None => Err(err(MPI_ERR_TYPE, format!("{arg}={h:#x} is not a valid datatype (never created, freed, or not committed)"))),
+        Some((size, extent)) => Ok(TypeInfo {
+            handle: h,
+            size,
+            extent,
+        }),
+        None if h == MPI_DATATYPE_NULL => {
+            Err(err(MPI_ERR_TYPE, format!("{arg} is MPI_DATATYPE_NULL")))
+        }
+        None => Err(err(
+            MPI_ERR_TYPE,
+            format!(
+                "{arg}={h:#x} is not a valid datatype (never created, freed, or not committed)"
+            ),
+        )),
     }
 }
 
 /// Bytes spanned by `count` elements of `t`, checked for overflow.
 pub fn span(t: &TypeInfo, count: usize) -> MpiResult<usize> {
-    count
-        .checked_mul(t.extent)
-        .ok_or_else(|| err(MPI_ERR_COUNT, format!("count={count} x extent {} overflows", t.extent)))
+    count.checked_mul(t.extent).ok_or_else(|| {
+        err(
+            MPI_ERR_COUNT,
+            format!("count={count} x extent {} overflows", t.extent),
+        )
+    })
 }
 
 /// A buffer argument of `bytes` bytes: NULL is only allowed when empty; MPI_IN_PLACE is
 /// rejected (call `is_in_place` first where it is allowed).
 pub fn buffer(p: *const c_void, bytes: usize, arg: &str) -> MpiResult<UserBuf> {
     if is_in_place(p) {
-        return Err(err(MPI_ERR_BUFFER, format!("{arg} is MPI_IN_PLACE, which this call does not allow here")));
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("{arg} is MPI_IN_PLACE, which this call does not allow here"),
+        ));
     }
     if p.is_null() && bytes > 0 {
-        return Err(err(MPI_ERR_BUFFER, format!("{arg} is NULL but holds {bytes} bytes")));
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("{arg} is NULL but holds {bytes} bytes"),
+        ));
     }
     // SAFETY: the MPI caller guarantees `bytes` valid bytes at `p` for the operation.
     Ok(unsafe { UserBuf::new(p as *mut u8, bytes) })
@@ -70,7 +90,10 @@ pub fn rank(r: c_int, size: usize, arg: &str, allow: &[c_int]) -> MpiResult<()> 
     if allow.contains(&r) || (r >= 0 && (r as usize) < size) {
         Ok(())
     } else {
-        Err(err(MPI_ERR_RANK, format!("{arg}={r} is not a valid rank (communicator size {size})")))
+        Err(err(
+            MPI_ERR_RANK,
+            format!("{arg}={r} is not a valid rank (communicator size {size})"),
+        ))
     }
 }
 
@@ -79,7 +102,13 @@ pub fn root(r: c_int, c: &Comm) -> MpiResult<usize> {
     if r >= 0 && (r as usize) < c.size() {
         Ok(r as usize)
     } else {
-        Err(err(MPI_ERR_ROOT, format!("root={r} is out of range for a communicator of size {}", c.size())))
+        Err(err(
+            MPI_ERR_ROOT,
+            format!(
+                "root={r} is out of range for a communicator of size {}",
+                c.size()
+            ),
+        ))
     }
 }
 
@@ -149,7 +178,12 @@ pub fn array_mut<'a, T>(p: *mut T, n: usize, arg: &str) -> MpiResult<&'a mut [T]
 
 /// Copies a Rust string into a C buffer of `cap` bytes (NUL-terminated, truncated) and
 /// returns the length written (without the NUL).
-pub fn c_string(dst: *mut std::os::raw::c_char, cap: usize, s: &str, arg: &str) -> MpiResult<c_int> {
+pub fn c_string(
+    dst: *mut std::os::raw::c_char,
+    cap: usize,
+    s: &str,
+    arg: &str,
+) -> MpiResult<c_int> {
     if dst.is_null() {
         return Err(err(MPI_ERR_ARG, format!("{arg} is NULL")));
     }
@@ -171,7 +205,10 @@ pub fn no_alias(a: &UserBuf, b: &UserBuf, what: &str) -> MpiResult<()> {
     let (a0, a1) = (a.addr(), a.addr() + a.len());
     let (b0, b1) = (b.addr(), b.addr() + b.len());
     if a0 < b1 && b0 < a1 {
-        Err(err(MPI_ERR_BUFFER, format!("{what}: the buffers overlap (sendbuf and recvbuf alias; use MPI_IN_PLACE)")))
+        Err(err(
+            MPI_ERR_BUFFER,
+            format!("{what}: the buffers overlap (sendbuf and recvbuf alias; use MPI_IN_PLACE)"),
+        ))
     } else {
         Ok(())
     }

@@ -4,7 +4,12 @@
 //! profiling twin `PMPI_X`, catches panics, turns `Err(MpiError)` into an error code
 //! and hands it to the error handler of the communicator the call names (or of
 //! MPI_COMM_WORLD).
+// The C boundary takes raw pointers by design (MPI's signatures); every dereference goes
+// through ffi::check or carries its own SAFETY note. MPI functions have many arguments.
 #![allow(clippy::missing_safety_doc)]
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+#![allow(clippy::too_many_arguments)]
+#![allow(clippy::macro_metavars_in_unsafe)]
 #![allow(non_snake_case)]
 
 pub mod c;
@@ -52,7 +57,10 @@ pub fn enter<F: FnOnce() -> MpiResult<()>>(name: &'static str, errcomm: i32, f: 
             } else {
                 "panic".to_string()
             };
-            MpiError::new(crate::abi::MPI_ERR_INTERN, format!("internal error: {what}"))
+            MpiError::new(
+                crate::abi::MPI_ERR_INTERN,
+                format!("internal error: {what}"),
+            )
         }
     };
     crate::runtime::handle_error(name, errcomm, e)

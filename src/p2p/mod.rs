@@ -94,7 +94,9 @@ enum SendStage {
     /// RTS in the ring, waiting for clear-to-send.
     AwaitCts,
     /// Streaming through the pipe; `sent` bytes pushed so far.
-    Streaming { sent: usize },
+    Streaming {
+        sent: usize,
+    },
     Done,
 }
 
@@ -114,7 +116,13 @@ struct SendReq {
 enum RecvStage {
     Posted,
     /// Matched a rendezvous: pulling `len` bytes from src's pipe.
-    Streaming { src: usize, len: usize, got: usize, msg_id: u64, cts_sent: bool },
+    Streaming {
+        src: usize,
+        len: usize,
+        got: usize,
+        msg_id: u64,
+        cts_sent: bool,
+    },
     Done,
 }
 
@@ -185,9 +193,12 @@ pub fn init(n: usize) {
 }
 
 fn with_engine<T>(f: impl FnOnce(&mut Engine, &Job) -> T) -> MpiResult<T> {
-    let job = crate::runtime::job_any().ok_or_else(|| err(MPI_ERR_OTHER, "MPI is not initialised"))?;
+    let job =
+        crate::runtime::job_any().ok_or_else(|| err(MPI_ERR_OTHER, "MPI is not initialised"))?;
     let mut g = ENGINE.lock().unwrap_or_else(|e| e.into_inner());
-    let e = g.as_mut().ok_or_else(|| err(MPI_ERR_OTHER, "MPI is not initialised"))?;
+    let e = g
+        .as_mut()
+        .ok_or_else(|| err(MPI_ERR_OTHER, "MPI is not initialised"))?;
     Ok(f(e, job))
 }
 
@@ -214,14 +225,14 @@ fn ring(a: &Arena, src: usize, dst: usize) -> Ring {
     }
 }
 
-fn write_hdr(a: &Arena, at: usize, kind: u32, fbytes: u32, ctx: u32, tag: i32, len: u64, id: u64) {
+fn write_hdr(a: &Arena, at: usize, f: &Hdr) {
     let mut h = [0u8; FRAME_HDR];
-    h[0..4].copy_from_slice(&kind.to_le_bytes());
-    h[4..8].copy_from_slice(&fbytes.to_le_bytes());
-    h[8..12].copy_from_slice(&ctx.to_le_bytes());
-    h[12..16].copy_from_slice(&tag.to_le_bytes());
-    h[16..24].copy_from_slice(&len.to_le_bytes());
-    h[24..32].copy_from_slice(&id.to_le_bytes());
+    h[0..4].copy_from_slice(&f.kind.to_le_bytes());
+    h[4..8].copy_from_slice(&(f.fbytes as u32).to_le_bytes());
+    h[8..12].copy_from_slice(&f.ctx.to_le_bytes());
+    h[12..16].copy_from_slice(&f.tag.to_le_bytes());
+    h[16..24].copy_from_slice(&(f.len as u64).to_le_bytes());
+    h[24..32].copy_from_slice(&f.id.to_le_bytes());
     a.write(at, &h);
 }
 
@@ -249,9 +260,9 @@ fn read_hdr(a: &Arena, at: usize) -> Hdr {
 }
 
 /// Tries to append one frame; false if the ring has no room now.
-fn try_push(a: &Arena, me: usize, dst: usize, kind: u32, ctx: u32, tag: i32, len: u64, id: u64, data: &SendData) -> bool {
+fn try_push(a: &Arena, me: usize, dst: usize, mut f: Hdr, data: &SendData) -> bool {
     let r = ring(a, me, dst);
-    let inline = if kind == F_EAGER { len as usize } else { 0 };
+    let inline = if f.kind == F_EAGER { f.len } else { 0 };
     let need = FRAME_HDR + inline.div_ceil(8) * 8;
     let mut head = a.u64_at(r.head).load(Ordering::Relaxed) as usize;
     let tail = a.u64_at(r.tail).load(Ordering::Acquire) as usize;
@@ -262,15 +273,25 @@ fn try_push(a: &Arena, me: usize, dst: usize, kind: u32, ctx: u32, tag: i32, len
         return false;
     }
     if pad > 0 {
-        write_hdr(a, r.data + pos, F_PAD, pad as u32, 0, 0, 0, 0);
+        let p = Hdr {
+            kind: F_PAD,
+            fbytes: pad,
+            ctx: 0,
+            tag: 0,
+            len: 0,
+            id: 0,
+        };
+        write_hdr(a, r.data + pos, &p);
         head += pad;
     }
     let at = r.data + head % r.cap;
-    write_hdr(a, at, kind, need as u32, ctx, tag, len, id);
+    f.fbytes = need;
+    write_hdr(a, at, &f);
     if inline > 0 {
         data.copy_out(0, a.slice_mut(at + FRAME_HDR, inline));
     }
-    a.u64_at(r.head).store((head + need) as u64, Ordering::SeqCst);
+    a.u64_at(r.head)
+        .store((head + need) as u64, Ordering::SeqCst);
     notify(a, dst);
     true
 }
@@ -299,7 +320,9 @@ fn pipe(a: &Arena, src: usize, dst: usize) -> Pipe {
 // ---------------------------------------------------------------- engine
 
 fn matches(r: &RecvReq, src: usize, ctx: u32, tag: i32) -> bool {
-    r.ctx == ctx && (r.src == MPI_ANY_SOURCE || r.src as usize == src) && (r.tag == MPI_ANY_TAG || r.tag == tag)
+    r.ctx == ctx
+        && (r.src == MPI_ANY_SOURCE || r.src as usize == src)
+        && (r.tag == MPI_ANY_TAG || r.tag == tag)
 }
 
 impl Engine {
@@ -328,10 +351,20 @@ impl Engine {
     }
 
     /// Delivers an eager payload or starts a rendezvous for matched receive `id`.
-    fn deliver(&mut self, a: &Arena, id: usize, src: usize, tag: i32, len: usize, payload: Result<&[u8], u64>) {
+    fn deliver(
+        &mut self,
+        a: &Arena,
+        id: usize,
+        src: usize,
+        tag: i32,
+        len: usize,
+        payload: Result<&[u8], u64>,
+    ) {
         let req = self.req(id);
         let comm_src = req.from_world.from_world[src];
-        let ReqKind::Recv(r) = &mut req.kind else { unreachable!() };
+        let ReqKind::Recv(r) = &mut req.kind else {
+            unreachable!()
+        };
         r.comm_src = comm_src;
         let cap = r.buf.len();
         match payload {
@@ -343,7 +376,11 @@ impl Engine {
                 req.status = Status {
                     source: comm_src,
                     tag,
-                    error: if len > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS },
+                    error: if len > cap {
+                        MPI_ERR_TRUNCATE
+                    } else {
+                        MPI_SUCCESS
+                    },
                     count_bytes: n as u64,
                     cancelled: false,
                 };
@@ -352,7 +389,13 @@ impl Engine {
                 }
             }
             Err(msg_id) => {
-                r.stage = RecvStage::Streaming { src, len, got: 0, msg_id, cts_sent: false };
+                r.stage = RecvStage::Streaming {
+                    src,
+                    len,
+                    got: 0,
+                    msg_id,
+                    cts_sent: false,
+                };
                 req.status.tag = tag;
                 req.status.source = comm_src;
                 self.rdv_recvs[src].push_back(id);
@@ -367,7 +410,16 @@ impl Engine {
         while let Some(&id) = self.rdv_recvs[src].front() {
             let p = pipe(a, src, me);
             let r = self.recv_of(id);
-            let RecvStage::Streaming { len, got, msg_id, cts_sent, .. } = &mut r.stage else { unreachable!() };
+            let RecvStage::Streaming {
+                len,
+                got,
+                msg_id,
+                cts_sent,
+                ..
+            } = &mut r.stage
+            else {
+                unreachable!()
+            };
             if !*cts_sent {
                 a.u64_at(p.cts).store(*msg_id, Ordering::SeqCst);
                 *cts_sent = true;
@@ -390,7 +442,8 @@ impl Engine {
                 moved = true;
             }
             if moved {
-                a.u64_at(p.consumed).store(consumed as u64, Ordering::SeqCst);
+                a.u64_at(p.consumed)
+                    .store(consumed as u64, Ordering::SeqCst);
                 notify(a, src);
             }
             if *got < *len {
@@ -401,7 +454,11 @@ impl Engine {
             let req = self.req(id);
             req.complete = true;
             req.status.count_bytes = len.min(cap) as u64;
-            req.status.error = if len > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS };
+            req.status.error = if len > cap {
+                MPI_ERR_TRUNCATE
+            } else {
+                MPI_SUCCESS
+            };
             self.rdv_recvs[src].pop_front();
         }
     }
@@ -419,14 +476,23 @@ impl Engine {
                 let at = r.data + tail % r.cap;
                 let h = read_hdr(a, at);
                 if h.kind != F_PAD {
-                    let pos = self.posted.iter().position(|&id| match &self.reqs[id].as_ref().unwrap().kind {
-                        ReqKind::Recv(rr) => matches(rr, src, h.ctx, h.tag),
-                        _ => false,
+                    let pos = self.posted.iter().position(|&id| {
+                        match &self.reqs[id].as_ref().unwrap().kind {
+                            ReqKind::Recv(rr) => matches(rr, src, h.ctx, h.tag),
+                            _ => false,
+                        }
                     });
                     match (pos, h.kind) {
                         (Some(p), F_EAGER) => {
                             let id = self.posted.remove(p).unwrap();
-                            self.deliver(a, id, src, h.tag, h.len, Ok(a.slice(at + FRAME_HDR, h.len)));
+                            self.deliver(
+                                a,
+                                id,
+                                src,
+                                h.tag,
+                                h.len,
+                                Ok(a.slice(at + FRAME_HDR, h.len)),
+                            );
                         }
                         (Some(p), _) => {
                             let id = self.posted.remove(p).unwrap();
@@ -437,7 +503,8 @@ impl Engine {
                             ctx: h.ctx,
                             tag: h.tag,
                             len: h.len,
-                            payload: (kind == F_EAGER).then(|| a.slice(at + FRAME_HDR, h.len).to_vec()),
+                            payload: (kind == F_EAGER)
+                                .then(|| a.slice(at + FRAME_HDR, h.len).to_vec()),
                             msg_id: h.id,
                         }),
                     }
@@ -453,9 +520,19 @@ impl Engine {
     fn push_sends(&mut self, a: &Arena, me: usize) {
         for dst in 0..self.queued.len() {
             while let Some(&id) = self.queued[dst].front() {
-                let ReqKind::Send(s) = &mut self.reqs[id].as_mut().unwrap().kind else { unreachable!() };
+                let ReqKind::Send(s) = &mut self.reqs[id].as_mut().unwrap().kind else {
+                    unreachable!()
+                };
                 let (kind, len) = (if s.rdv { F_RTS } else { F_EAGER }, s.data.len() as u64);
-                if !try_push(a, me, dst, kind, s.ctx, s.tag, len, s.msg_id, &s.data) {
+                let f = Hdr {
+                    kind,
+                    fbytes: 0,
+                    ctx: s.ctx,
+                    tag: s.tag,
+                    len: len as usize,
+                    id: s.msg_id,
+                };
+                if !try_push(a, me, dst, f, &s.data) {
                     break;
                 }
                 self.queued[dst].pop_front();
@@ -473,9 +550,12 @@ impl Engine {
         let mut i = 0;
         while i < self.rdv_sends.len() {
             let id = self.rdv_sends[i];
-            let ReqKind::Send(s) = &mut self.reqs[id].as_mut().unwrap().kind else { unreachable!() };
+            let ReqKind::Send(s) = &mut self.reqs[id].as_mut().unwrap().kind else {
+                unreachable!()
+            };
             let p = pipe(a, me, s.dst);
-            if s.stage == SendStage::AwaitCts && a.u64_at(p.cts).load(Ordering::Acquire) == s.msg_id {
+            if s.stage == SendStage::AwaitCts && a.u64_at(p.cts).load(Ordering::Acquire) == s.msg_id
+            {
                 s.stage = SendStage::Streaming { sent: 0 };
             }
             if let SendStage::Streaming { sent } = &mut s.stage {
@@ -493,7 +573,8 @@ impl Engine {
                     moved = true;
                 }
                 if moved {
-                    a.u64_at(p.produced).store(produced as u64, Ordering::SeqCst);
+                    a.u64_at(p.produced)
+                        .store(produced as u64, Ordering::SeqCst);
                     notify(a, s.dst);
                 }
                 if *sent == len {
@@ -541,7 +622,13 @@ impl Engine {
 pub type ReqId = usize;
 
 /// Starts a send of `data` to rank `dest` of `comm`.
-pub fn isend(comm: &std::sync::Arc<Comm>, data: SendData, dest: i32, tag: i32, mode: Mode) -> MpiResult<ReqId> {
+pub fn isend(
+    comm: &std::sync::Arc<Comm>,
+    data: SendData,
+    dest: i32,
+    tag: i32,
+    mode: Mode,
+) -> MpiResult<ReqId> {
     with_engine(|e, job| {
         if dest == MPI_PROC_NULL {
             return Ok(e.alloc(Req {
@@ -609,7 +696,11 @@ pub fn irecv(comm: &std::sync::Arc<Comm>, buf: UserBuf, source: i32, tag: i32) -
                 from_world: comm.clone(),
             });
         }
-        let src = if source == MPI_ANY_SOURCE { MPI_ANY_SOURCE } else { comm.peer_world(source as usize) as i32 };
+        let src = if source == MPI_ANY_SOURCE {
+            MPI_ANY_SOURCE
+        } else {
+            comm.peer_world(source as usize) as i32
+        };
         let r = RecvReq {
             ctx: comm.ctx as u32,
             src,
@@ -627,8 +718,12 @@ pub fn irecv(comm: &std::sync::Arc<Comm>, buf: UserBuf, source: i32, tag: i32) -
         e.progress(job);
         // Unexpected messages first, in arrival order.
         let pos = {
-            let ReqKind::Recv(r) = &e.reqs[id].as_ref().unwrap().kind else { unreachable!() };
-            e.unexpected.iter().position(|u| matches(r, u.src, u.ctx, u.tag))
+            let ReqKind::Recv(r) = &e.reqs[id].as_ref().unwrap().kind else {
+                unreachable!()
+            };
+            e.unexpected
+                .iter()
+                .position(|u| matches(r, u.src, u.ctx, u.tag))
         };
         if let Some(p) = pos {
             let u = e.unexpected.remove(p).unwrap();
@@ -678,7 +773,15 @@ pub fn is_complete(id: ReqId) -> bool {
 
 /// Peeks the status of a complete request without freeing it.
 pub fn peek(id: ReqId) -> Option<Status> {
-    with_engine(|e, _| e.reqs.get(id).and_then(|r| r.as_ref()).filter(|r| r.complete).map(|r| r.status)).ok().flatten()
+    with_engine(|e, _| {
+        e.reqs
+            .get(id)
+            .and_then(|r| r.as_ref())
+            .filter(|r| r.complete)
+            .map(|r| r.status)
+    })
+    .ok()
+    .flatten()
 }
 
 /// Whether `id` is a live request.
@@ -734,7 +837,10 @@ pub fn cancel(id: ReqId) -> MpiResult<bool> {
             e.posted.remove(p);
             let r = e.req(id);
             r.complete = true;
-            r.status = Status { cancelled: true, ..Status::empty() };
+            r.status = Status {
+                cancelled: true,
+                ..Status::empty()
+            };
             true
         } else {
             false
@@ -749,7 +855,11 @@ pub fn iprobe(comm: &std::sync::Arc<Comm>, source: i32, tag: i32) -> MpiResult<O
             return Some(Status::proc_null());
         }
         e.progress(job);
-        let src = if source == MPI_ANY_SOURCE { MPI_ANY_SOURCE } else { comm.peer_world(source as usize) as i32 };
+        let src = if source == MPI_ANY_SOURCE {
+            MPI_ANY_SOURCE
+        } else {
+            comm.peer_world(source as usize) as i32
+        };
         let probe = RecvReq {
             ctx: comm.ctx as u32,
             src,
@@ -758,13 +868,16 @@ pub fn iprobe(comm: &std::sync::Arc<Comm>, source: i32, tag: i32) -> MpiResult<O
             stage: RecvStage::Posted,
             comm_src: 0,
         };
-        e.unexpected.iter().find(|u| matches(&probe, u.src, u.ctx, u.tag)).map(|u| Status {
-            source: comm.from_world[u.src],
-            tag: u.tag,
-            error: MPI_SUCCESS,
-            count_bytes: u.len as u64,
-            cancelled: false,
-        })
+        e.unexpected
+            .iter()
+            .find(|u| matches(&probe, u.src, u.ctx, u.tag))
+            .map(|u| Status {
+                source: comm.from_world[u.src],
+                tag: u.tag,
+                error: MPI_SUCCESS,
+                count_bytes: u.len as u64,
+                cancelled: false,
+            })
     })
 }
 
@@ -772,7 +885,10 @@ pub fn iprobe(comm: &std::sync::Arc<Comm>, source: i32, tag: i32) -> MpiResult<O
 pub fn bsend_attach(addr: usize, size: usize) -> MpiResult<()> {
     with_engine(|e, _| {
         if e.bsend_cap > 0 {
-            return Err(err(MPI_ERR_BUFFER, "a buffer is already attached (detach it first)"));
+            return Err(err(
+                MPI_ERR_BUFFER,
+                "a buffer is already attached (detach it first)",
+            ));
         }
         e.bsend_cap = size;
         e.bsend_buf = addr;

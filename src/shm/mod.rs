@@ -226,18 +226,18 @@ impl Arena {
     }
 
     pub fn u32_at(&self, off: usize) -> &AtomicU32 {
-        assert!(off % 4 == 0 && off + 4 <= self.len);
+        assert!(off.is_multiple_of(4) && off + 4 <= self.len);
         // SAFETY: in bounds, aligned, and the arena lives as long as &self; shared memory
         // words are only ever accessed atomically.
         unsafe { &*(self.base.as_ptr().add(off) as *const AtomicU32) }
     }
     pub fn i32_at(&self, off: usize) -> &AtomicI32 {
-        assert!(off % 4 == 0 && off + 4 <= self.len);
+        assert!(off.is_multiple_of(4) && off + 4 <= self.len);
         // SAFETY: as for u32_at.
         unsafe { &*(self.base.as_ptr().add(off) as *const AtomicI32) }
     }
     pub fn u64_at(&self, off: usize) -> &AtomicU64 {
-        assert!(off % 8 == 0 && off + 8 <= self.len);
+        assert!(off.is_multiple_of(8) && off + 8 <= self.len);
         // SAFETY: as for u32_at.
         unsafe { &*(self.base.as_ptr().add(off) as *const AtomicU64) }
     }
@@ -293,7 +293,8 @@ impl Arena {
             .is_ok()
         {
             self.i32_at(H_ABORT_CODE).store(code, Ordering::Relaxed);
-            self.i32_at(H_ABORT_RANK).store(rank as i32, Ordering::Release);
+            self.i32_at(H_ABORT_RANK)
+                .store(rank as i32, Ordering::Release);
             self.u32_at(H_ABORT_FLAG).store(2, Ordering::Release);
         }
     }

@@ -13,7 +13,10 @@ use std::sync::Arc;
 fn intra(comm: i32) -> MpiResult<Arc<Comm>> {
     let c = check::comm(comm)?;
     if c.is_inter() {
-        return Err(err(MPI_ERR_COMM, "intercommunicator collectives are not available in this build"));
+        return Err(err(
+            MPI_ERR_COMM,
+            "intercommunicator collectives are not available in this build",
+        ));
     }
     Ok(c)
 }
@@ -64,7 +67,11 @@ fn run<R>(a: &RedArgs, body: impl FnOnce(&Reduction) -> MpiResult<R>) -> MpiResu
     body(&red)
 }
 
-fn send_or_in_place(sendbuf: *const c_void, bytes: usize, recv: &UserBuf) -> MpiResult<Option<UserBuf>> {
+fn send_or_in_place(
+    sendbuf: *const c_void,
+    bytes: usize,
+    recv: &UserBuf,
+) -> MpiResult<Option<UserBuf>> {
     if is_in_place(sendbuf) {
         return Ok(None);
     }
@@ -140,12 +147,22 @@ mpi_entry!(MPI_Reduce_scatter, PMPI_Reduce_scatter, (sendbuf: *const c_void, rec
     run(&a, |red| reduce::reduce_vector(&a.comm, total, red, &Part { send, recv, lo, hi: lo + block }))
 });
 
-fn scan_entry(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32, exclusive: bool) -> MpiResult<()> {
+fn scan_entry(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: i32,
+    op: i32,
+    comm: i32,
+    exclusive: bool,
+) -> MpiResult<()> {
     let (a, n) = red_args(count, datatype, op, comm)?;
     let total = check::span(&a.t, n)?;
     let recv = check::buffer(recvbuf, total, "recvbuf")?;
     let send = send_or_in_place(sendbuf, total, &recv)?;
-    run(&a, |red| reduce::scan(&a.comm, total, red, send, recv, exclusive))
+    run(&a, |red| {
+        reduce::scan(&a.comm, total, red, send, recv, exclusive)
+    })
 }
 
 mpi_entry!(MPI_Scan, PMPI_Scan, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32), errcomm = comm, {
@@ -162,7 +179,13 @@ fn piece(buf: UserBuf, off: usize, len: usize) -> Piece {
 }
 
 /// Per-member counts and displacements of a v-collective, as byte pieces of `buf`.
-fn v_pieces(buf: UserBuf, counts: &[c_int], displs: &[c_int], t: &TypeInfo, what: &str) -> MpiResult<Vec<Piece>> {
+fn v_pieces(
+    buf: UserBuf,
+    counts: &[c_int],
+    displs: &[c_int],
+    t: &TypeInfo,
+    what: &str,
+) -> MpiResult<Vec<Piece>> {
     counts
         .iter()
         .zip(displs)
@@ -190,13 +213,27 @@ fn rebase(p: &mut [Piece], buf: UserBuf) {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn gather_impl(sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: Option<&[c_int]>, recvcount: c_int, displs: Option<&[c_int]>, recvtype: i32, root: Option<c_int>, comm: &Arc<Comm>) -> MpiResult<()> {
+fn gather_impl(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcounts: Option<&[c_int]>,
+    recvcount: c_int,
+    displs: Option<&[c_int]>,
+    recvtype: i32,
+    root: Option<c_int>,
+    comm: &Arc<Comm>,
+) -> MpiResult<()> {
     let size = comm.size();
     let me = comm.rank;
     let receives = root.is_none_or(|r| r as usize == me);
     let in_place = is_in_place(sendbuf);
     if in_place && !receives {
-        return Err(err(MPI_ERR_BUFFER, format!("sendbuf is MPI_IN_PLACE on rank {me} which is not the root")));
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("sendbuf is MPI_IN_PLACE on rank {me} which is not the root"),
+        ));
     }
     let mut recv: Vec<Piece> = vec![Piece::none(); size];
     let mut recv_span = 0;
@@ -207,7 +244,9 @@ fn gather_impl(sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf:
             (Some(c), Some(d)) => v_pieces(UserBuf::empty(), c, d, &t, "recv")?,
             _ => {
                 let n = check::count(recvcount, "recvcount")?;
-                (0..size).map(|i| piece(UserBuf::empty(), i * n * t.extent, n * t.extent)).collect()
+                (0..size)
+                    .map(|i| piece(UserBuf::empty(), i * n * t.extent, n * t.extent))
+                    .collect()
             }
         };
         recv_span = pieces_span(&recv);
@@ -234,7 +273,14 @@ fn gather_impl(sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf:
         }
         if let (Some(rt), true) = (rt, receives) {
             if recv[me].len != sb.len() && rt.handle == t.handle {
-                return Err(err(MPI_ERR_TRUNCATE, format!("rank {me} sends {} bytes but its own receive block holds {}", sb.len(), recv[me].len)));
+                return Err(err(
+                    MPI_ERR_TRUNCATE,
+                    format!(
+                        "rank {me} sends {} bytes but its own receive block holds {}",
+                        sb.len(),
+                        recv[me].len
+                    ),
+                ));
             }
         }
         piece(sb, 0, sb.len())
@@ -269,16 +315,40 @@ mpi_entry!(MPI_Gatherv, PMPI_Gatherv, (sendbuf: *const c_void, sendcount: c_int,
 });
 
 #[allow(clippy::too_many_arguments)]
-fn gather_v(sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, rc: Option<&[c_int]>, dp: Option<&[c_int]>, recvtype: i32, root: Option<c_int>, c: &Arc<Comm>) -> MpiResult<()> {
+fn gather_v(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    rc: Option<&[c_int]>,
+    dp: Option<&[c_int]>,
+    recvtype: i32,
+    root: Option<c_int>,
+    c: &Arc<Comm>,
+) -> MpiResult<()> {
     match (rc, dp) {
-        (Some(r), Some(d)) => gather_impl(sendbuf, sendcount, sendtype, recvbuf, Some(r), 0, Some(d), recvtype, root, c),
+        (Some(r), Some(d)) => gather_impl(
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            Some(r),
+            0,
+            Some(d),
+            recvtype,
+            root,
+            c,
+        ),
         _ => {
             // A non-root of Gatherv: same path, nothing to receive, lengths vary.
             let me = c.rank;
             let t = check::datatype(sendtype, "sendtype")?;
             let n = check::count(sendcount, "sendcount")?;
             if is_in_place(sendbuf) {
-                return Err(err(MPI_ERR_BUFFER, format!("sendbuf is MPI_IN_PLACE on rank {me} which is not the root")));
+                return Err(err(
+                    MPI_ERR_BUFFER,
+                    format!("sendbuf is MPI_IN_PLACE on rank {me} which is not the root"),
+                ));
             }
             let sb = check::buffer(sendbuf, check::span(&t, n)?, "sendbuf")?;
             let recv = vec![Piece::none(); c.size()];
@@ -300,12 +370,26 @@ mpi_entry!(MPI_Allgatherv, PMPI_Allgatherv, (sendbuf: *const c_void, sendcount: 
 });
 
 #[allow(clippy::too_many_arguments)]
-fn scatter_impl(sendbuf: *const c_void, sendcounts: Option<&[c_int]>, sendcount: c_int, displs: Option<&[c_int]>, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: usize, c: &Arc<Comm>) -> MpiResult<()> {
+fn scatter_impl(
+    sendbuf: *const c_void,
+    sendcounts: Option<&[c_int]>,
+    sendcount: c_int,
+    displs: Option<&[c_int]>,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: i32,
+    root: usize,
+    c: &Arc<Comm>,
+) -> MpiResult<()> {
     let size = c.size();
     let me = c.rank;
     let in_place = is_in_place(recvbuf);
     if in_place && me != root {
-        return Err(err(MPI_ERR_BUFFER, format!("recvbuf is MPI_IN_PLACE on rank {me} which is not the root")));
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("recvbuf is MPI_IN_PLACE on rank {me} which is not the root"),
+        ));
     }
     let mut send = vec![Piece::none(); size];
     if me == root {
@@ -314,7 +398,9 @@ fn scatter_impl(sendbuf: *const c_void, sendcounts: Option<&[c_int]>, sendcount:
             (Some(sc), Some(d)) => v_pieces(UserBuf::empty(), sc, d, &t, "send")?,
             _ => {
                 let n = check::count(sendcount, "sendcount")?;
-                (0..size).map(|i| piece(UserBuf::empty(), i * n * t.extent, n * t.extent)).collect()
+                (0..size)
+                    .map(|i| piece(UserBuf::empty(), i * n * t.extent, n * t.extent))
+                    .collect()
             }
         };
         let sb = check::buffer(sendbuf, pieces_span(&send), "sendbuf")?;
@@ -353,12 +439,25 @@ mpi_entry!(MPI_Scatterv, PMPI_Scatterv, (sendbuf: *const c_void, sendcounts: *co
 });
 
 #[allow(clippy::too_many_arguments)]
-fn scatter_v(sendbuf: *const c_void, sc: Option<&[c_int]>, dp: Option<&[c_int]>, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: usize, c: &Arc<Comm>) -> MpiResult<()> {
+fn scatter_v(
+    sendbuf: *const c_void,
+    sc: Option<&[c_int]>,
+    dp: Option<&[c_int]>,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: i32,
+    root: usize,
+    c: &Arc<Comm>,
+) -> MpiResult<()> {
     let size = c.size();
     let me = c.rank;
     let in_place = is_in_place(recvbuf);
     if in_place && me != root {
-        return Err(err(MPI_ERR_BUFFER, format!("recvbuf is MPI_IN_PLACE on rank {me} which is not the root")));
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("recvbuf is MPI_IN_PLACE on rank {me} which is not the root"),
+        ));
     }
     let mut send = vec![Piece::none(); size];
     if let (Some(sc), Some(dp)) = (sc, dp) {
@@ -382,7 +481,14 @@ fn scatter_v(sendbuf: *const c_void, sc: Option<&[c_int]>, dp: Option<&[c_int]>,
 }
 
 #[allow(clippy::too_many_arguments)]
-fn alltoall_impl(sendbuf: *const c_void, send: Vec<Piece>, recvbuf: *mut c_void, recv: Vec<Piece>, vary: bool, c: &Arc<Comm>) -> MpiResult<()> {
+fn alltoall_impl(
+    sendbuf: *const c_void,
+    send: Vec<Piece>,
+    recvbuf: *mut c_void,
+    recv: Vec<Piece>,
+    vary: bool,
+    c: &Arc<Comm>,
+) -> MpiResult<()> {
     let mut recv = recv;
     let rb = check::buffer(recvbuf, pieces_span(&recv), "recvbuf")?;
     rebase(&mut recv, rb);
@@ -438,13 +544,21 @@ mpi_entry!(MPI_Alltoallv, PMPI_Alltoallv, (sendbuf: *const c_void, sendcounts: *
     alltoall_impl(sendbuf, send, recvbuf, recv, true, &c)
 });
 
-fn w_pieces(counts: &[c_int], displs: &[c_int], types: &[i32], what: &str) -> MpiResult<Vec<Piece>> {
+fn w_pieces(
+    counts: &[c_int],
+    displs: &[c_int],
+    types: &[i32],
+    what: &str,
+) -> MpiResult<Vec<Piece>> {
     (0..counts.len())
         .map(|i| {
             let n = check::count(counts[i], &format!("{what}counts[{i}]"))?;
             let t = check::datatype(types[i], &format!("{what}types[{i}]"))?;
             if displs[i] < 0 {
-                return Err(err(MPI_ERR_ARG, format!("{what}displs[{i}]={} is negative", displs[i])));
+                return Err(err(
+                    MPI_ERR_ARG,
+                    format!("{what}displs[{i}]={} is negative", displs[i]),
+                ));
             }
             Ok(piece(UserBuf::empty(), displs[i] as usize, n * t.extent))
         })

@@ -30,7 +30,9 @@ mpi_entry!(MPI_Finalized, PMPI_Finalized, (flag: *mut c_int), errcomm = MPI_COMM
     check::out(flag, (runtime::state() == runtime::FINALIZED) as c_int, "flag")
 });
 
-mpi_entry!(MPI_Finalize, PMPI_Finalize, (), errcomm = MPI_COMM_WORLD, { runtime::finalize() });
+mpi_entry!(MPI_Finalize, PMPI_Finalize, (), errcomm = MPI_COMM_WORLD, {
+    runtime::finalize()
+});
 
 mpi_entry!(MPI_Abort, PMPI_Abort, (comm: i32, errorcode: c_int), errcomm = MPI_COMM_WORLD, {
     let _ = comm;
@@ -50,7 +52,10 @@ mpi_entry!(MPI_Is_thread_main, PMPI_Is_thread_main, (flag: *mut c_int), errcomm 
 });
 
 fn now() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime fills a timespec we own.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
@@ -139,7 +144,10 @@ fn get_errhandler(comm: i32, out: *mut i32) -> MpiResult<()> {
     check::out(out, c.errhandler.load(Ordering::Relaxed), "errhandler")
 }
 
-fn create_errhandler(f: Option<crate::comm::errhandler::CommErrhandlerFn>, out: *mut i32) -> MpiResult<()> {
+fn create_errhandler(
+    f: Option<crate::comm::errhandler::CommErrhandlerFn>,
+    out: *mut i32,
+) -> MpiResult<()> {
     runtime::job()?;
     let f = f.ok_or_else(|| err(MPI_ERR_ARG, "function is NULL"))?;
     check::out(out, crate::comm::errhandler::create(f), "errhandler")
@@ -230,8 +238,13 @@ fn get_attr(comm: i32, key: c_int, val: *mut c_void, flag: *mut c_int) -> MpiRes
             check::out(val as *mut *mut c_int, p, "attribute_val")?;
             check::out(flag, 1, "flag")
         }
-        None if key == MPI_KEYVAL_INVALID => Err(err(MPI_ERR_KEYVAL, "comm_keyval is MPI_KEYVAL_INVALID")),
-        None => Err(err(MPI_ERR_KEYVAL, format!("comm_keyval={key:#x} is not a valid attribute key"))),
+        None if key == MPI_KEYVAL_INVALID => {
+            Err(err(MPI_ERR_KEYVAL, "comm_keyval is MPI_KEYVAL_INVALID"))
+        }
+        None => Err(err(
+            MPI_ERR_KEYVAL,
+            format!("comm_keyval={key:#x} is not a valid attribute key"),
+        )),
     }
 }
 

@@ -23,7 +23,8 @@ impl CStatus {
     pub fn from(st: &Status) -> CStatus {
         CStatus {
             count_lo: st.count_bytes as u32 as c_int,
-            count_hi_and_cancelled: (((st.count_bytes >> 32) as c_int) << 1) | st.cancelled as c_int,
+            count_hi_and_cancelled: (((st.count_bytes >> 32) as c_int) << 1)
+                | st.cancelled as c_int,
             source: st.source,
             tag: st.tag,
             error: st.error,
@@ -60,7 +61,10 @@ pub fn req_id(h: i32) -> MpiResult<Option<usize>> {
     }
     match direct_index(h, OBJ_REQUEST) {
         Some(i) if p2p::exists(i) => Ok(Some(i)),
-        _ => Err(err(MPI_ERR_REQUEST, format!("request={h:#x} is not a valid request (already completed and freed?)"))),
+        _ => Err(err(
+            MPI_ERR_REQUEST,
+            format!("request={h:#x} is not a valid request (already completed and freed?)"),
+        )),
     }
 }
 
@@ -84,21 +88,41 @@ struct SendArgs {
     tag: c_int,
 }
 
-fn send_args(buf: *const c_void, count: c_int, dt: i32, dest: c_int, tag: c_int, comm: i32) -> MpiResult<SendArgs> {
+fn send_args(
+    buf: *const c_void,
+    count: c_int,
+    dt: i32,
+    dest: c_int,
+    tag: c_int,
+    comm: i32,
+) -> MpiResult<SendArgs> {
     let c = check::comm(comm)?;
     let n = check::count(count, "count")?;
     let t = check::datatype(dt, "datatype")?;
     check::rank(dest, c.peer_size(), "dest", &[MPI_PROC_NULL])?;
     check::send_tag(tag)?;
     let b = check::buffer(buf, check::span(&t, n)?, "buf")?;
-    Ok(SendArgs { comm: c, data: SendData::User(b), dest, tag })
+    Ok(SendArgs {
+        comm: c,
+        data: SendData::User(b),
+        dest,
+        tag,
+    })
 }
 
 fn start_send(a: SendArgs, mode: Mode) -> MpiResult<usize> {
     p2p::isend(&a.comm, a.data, a.dest, a.tag, mode)
 }
 
-fn blocking_send(buf: *const c_void, count: c_int, dt: i32, dest: c_int, tag: c_int, comm: i32, mode: Mode) -> MpiResult<()> {
+fn blocking_send(
+    buf: *const c_void,
+    count: c_int,
+    dt: i32,
+    dest: c_int,
+    tag: c_int,
+    comm: i32,
+    mode: Mode,
+) -> MpiResult<()> {
     let a = send_args(buf, count, dt, dest, tag, comm)?;
     let id = start_send(a, mode)?;
     p2p::wait(id).map(|_| ())
@@ -121,7 +145,16 @@ mpi_entry!(MPI_Bsend, PMPI_Bsend, (buf: *const c_void, count: c_int, datatype: i
     p2p::detach(id)
 });
 
-fn isend_entry(buf: *const c_void, count: c_int, dt: i32, dest: c_int, tag: c_int, comm: i32, req: *mut i32, mode: Mode) -> MpiResult<()> {
+fn isend_entry(
+    buf: *const c_void,
+    count: c_int,
+    dt: i32,
+    dest: c_int,
+    tag: c_int,
+    comm: i32,
+    req: *mut i32,
+    mode: Mode,
+) -> MpiResult<()> {
     if req.is_null() {
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
@@ -143,11 +176,23 @@ mpi_entry!(MPI_Ibsend, PMPI_Ibsend, (buf: *const c_void, count: c_int, datatype:
     isend_entry(buf, count, datatype, dest, tag, comm, request, Mode::Buffered)
 });
 
-fn recv_args(buf: *mut c_void, count: c_int, dt: i32, source: c_int, tag: c_int, comm: i32) -> MpiResult<(std::sync::Arc<crate::comm::Comm>, crate::p2p::UserBuf)> {
+fn recv_args(
+    buf: *mut c_void,
+    count: c_int,
+    dt: i32,
+    source: c_int,
+    tag: c_int,
+    comm: i32,
+) -> MpiResult<(std::sync::Arc<crate::comm::Comm>, crate::p2p::UserBuf)> {
     let c = check::comm(comm)?;
     let n = check::count(count, "count")?;
     let t = check::datatype(dt, "datatype")?;
-    check::rank(source, c.peer_size(), "source", &[MPI_PROC_NULL, MPI_ANY_SOURCE])?;
+    check::rank(
+        source,
+        c.peer_size(),
+        "source",
+        &[MPI_PROC_NULL, MPI_ANY_SOURCE],
+    )?;
     check::recv_tag(tag)?;
     let b = check::buffer(buf, check::span(&t, n)?, "buf")?;
     Ok((c, b))
@@ -171,7 +216,20 @@ mpi_entry!(MPI_Irecv, PMPI_Irecv, (buf: *mut c_void, count: c_int, datatype: i32
 });
 
 #[allow(clippy::too_many_arguments)]
-fn sendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: i32, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, source: c_int, recvtag: c_int, comm: i32, status: *mut CStatus) -> MpiResult<()> {
+fn sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: i32,
+    source: c_int,
+    recvtag: c_int,
+    comm: i32,
+    status: *mut CStatus,
+) -> MpiResult<()> {
     let a = send_args(sendbuf, sendcount, sendtype, dest, sendtag, comm)?;
     let (c, b) = recv_args(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
     let rid = p2p::irecv(&c, b, source, recvtag)?;
@@ -370,7 +428,11 @@ mpi_entry!(MPI_Testany, PMPI_Testany, (count: c_int, array_of_requests: *mut i32
 });
 
 /// Completes every complete request of `reqs`; returns how many (None: all null).
-fn some_complete(reqs: &mut [i32], indices: *mut c_int, statuses: *mut CStatus) -> MpiResult<Option<usize>> {
+fn some_complete(
+    reqs: &mut [i32],
+    indices: *mut c_int,
+    statuses: *mut CStatus,
+) -> MpiResult<Option<usize>> {
     let ids = ids(reqs)?;
     if ids.iter().all(|i| i.is_none()) {
         return Ok(None);
@@ -392,7 +454,10 @@ fn some_complete(reqs: &mut [i32], indices: *mut c_int, statuses: *mut CStatus) 
         }
     }
     if any_err {
-        return Err(err(MPI_ERR_IN_STATUS, "one or more requests failed; see the MPI_ERROR fields of the statuses"));
+        return Err(err(
+            MPI_ERR_IN_STATUS,
+            "one or more requests failed; see the MPI_ERROR fields of the statuses",
+        ));
     }
     Ok(Some(k))
 }
@@ -486,9 +551,18 @@ mpi_entry!(MPI_Test_cancelled, PMPI_Test_cancelled, (status: *const CStatus, fla
 
 // ---------------------------------------------------------------- probe, counts
 
-fn probe_args(source: c_int, tag: c_int, comm: i32) -> MpiResult<std::sync::Arc<crate::comm::Comm>> {
+fn probe_args(
+    source: c_int,
+    tag: c_int,
+    comm: i32,
+) -> MpiResult<std::sync::Arc<crate::comm::Comm>> {
     let c = check::comm(comm)?;
-    check::rank(source, c.peer_size(), "source", &[MPI_PROC_NULL, MPI_ANY_SOURCE])?;
+    check::rank(
+        source,
+        c.peer_size(),
+        "source",
+        &[MPI_PROC_NULL, MPI_ANY_SOURCE],
+    )?;
     check::recv_tag(tag)?;
     Ok(c)
 }
@@ -537,7 +611,11 @@ fn count_of(status: *const CStatus, dt: i32) -> MpiResult<c_int> {
         return Ok(MPI_UNDEFINED);
     }
     let n = bytes / t.size as u64;
-    Ok(if n > i32::MAX as u64 { MPI_UNDEFINED } else { n as c_int })
+    Ok(if n > i32::MAX as u64 {
+        MPI_UNDEFINED
+    } else {
+        n as c_int
+    })
 }
 
 mpi_entry!(MPI_Get_count, PMPI_Get_count, (status: *const CStatus, datatype: i32, count: *mut c_int), errcomm = MPI_COMM_WORLD, {
