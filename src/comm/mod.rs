@@ -2,7 +2,10 @@
 //! channel it owns in the arena, unique in the job while the communicator lives), an
 //! error handler and a name. Handles are MPICH's: MPI_COMM_WORLD and MPI_COMM_SELF are
 //! built-in, user communicators are direct handles indexing the table below.
+pub mod attr;
+pub mod create;
 pub mod errhandler;
+pub mod group;
 
 use crate::abi::*;
 use crate::error::{err, MpiResult};
@@ -28,6 +31,8 @@ pub struct Comm {
     pub phase: AtomicU64,
     /// Which of the channel's double buffers the next collective step uses.
     pub step: AtomicU64,
+    /// Attributes: (keyval, value).
+    pub attrs: Mutex<Vec<(i32, usize)>>,
 }
 
 impl Comm {
@@ -49,7 +54,25 @@ impl Comm {
     pub fn is_inter(&self) -> bool {
         self.remote.is_some()
     }
+
+    /// A view of this communicator on its internal point-to-point context, for
+    /// messages the library itself exchanges (never matched by user receives).
+    pub fn internal_view(&self) -> Comm {
+        let j = crate::runtime::job_any().expect("initialised");
+        Comm::new(
+            self.handle,
+            self.ctx | INTERNAL_CTX,
+            self.group.clone(),
+            self.rank,
+            self.remote.clone(),
+            j.size,
+            "",
+        )
+    }
 }
+
+/// Context bit of the library's internal point-to-point traffic.
+pub const INTERNAL_CTX: usize = 1 << 31;
 
 fn build_from_world(nworld: usize, peers: &[usize]) -> Vec<i32> {
     let mut v = vec![-1; nworld];
@@ -81,6 +104,7 @@ impl Comm {
             name: Mutex::new(name.to_string()),
             phase: AtomicU64::new(0),
             step: AtomicU64::new(0),
+            attrs: Mutex::new(Vec::new()),
         }
     }
 }

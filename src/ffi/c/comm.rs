@@ -52,3 +52,250 @@ mpi_entry!(MPI_Comm_get_name, PMPI_Comm_get_name, (comm: i32, comm_name: *mut c_
     let n = check::c_string(comm_name, MPI_MAX_OBJECT_NAME as usize, &name, "comm_name")?;
     check::out(resultlen, n, "resultlen")
 });
+
+// ---------------------------------------------------------------- creation
+
+use crate::comm::{attr, create, group};
+use std::os::raw::c_void;
+
+fn put_comm(
+    out: *mut i32,
+    c: Option<std::sync::Arc<crate::comm::Comm>>,
+) -> crate::error::MpiResult<()> {
+    check::out(out, c.map_or(MPI_COMM_NULL, |c| c.handle), "newcomm")
+}
+
+mpi_entry!(MPI_Comm_dup, PMPI_Comm_dup, (comm: i32, newcomm: *mut i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    if newcomm.is_null() {
+        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
+    }
+    put_comm(newcomm, Some(create::dup(&c)?))
+});
+
+mpi_entry!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm: i32, info: i32, newcomm: *mut i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    if info != MPI_INFO_NULL && info != MPI_INFO_ENV {
+        return Err(err(MPI_ERR_INFO, format!("info={info:#x} is not a valid info object")));
+    }
+    if newcomm.is_null() {
+        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
+    }
+    put_comm(newcomm, Some(create::dup(&c)?))
+});
+
+mpi_entry!(MPI_Comm_split, PMPI_Comm_split, (comm: i32, color: c_int, key: c_int, newcomm: *mut i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    if newcomm.is_null() {
+        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
+    }
+    put_comm(newcomm, create::split(&c, color, key)?)
+});
+
+mpi_entry!(MPI_Comm_split_type, PMPI_Comm_split_type, (comm: i32, split_type: c_int, key: c_int, info: i32, newcomm: *mut i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    let _ = info;
+    if newcomm.is_null() {
+        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
+    }
+    // Every rank shares this machine's memory: one colour for MPI_COMM_TYPE_SHARED (and
+    // the hardware-guided types, whose finest common level here is the machine).
+    let color = match split_type {
+        MPI_UNDEFINED => MPI_UNDEFINED,
+        MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_HW_UNGUIDED => 0,
+        t => return Err(err(MPI_ERR_ARG, format!("split_type={t} is not a known split type"))),
+    };
+    put_comm(newcomm, create::split(&c, color, key)?)
+});
+
+mpi_entry!(MPI_Comm_create, PMPI_Comm_create, (comm: i32, group: i32, newcomm: *mut i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    let g = group::get(group, "group")?;
+    if newcomm.is_null() {
+        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
+    }
+    put_comm(newcomm, create::create(&c, &g)?)
+});
+
+mpi_entry!(MPI_Comm_create_group, PMPI_Comm_create_group, (comm: i32, group: i32, tag: c_int, newcomm: *mut i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    let g = group::get(group, "group")?;
+    check::send_tag(tag)?;
+    if newcomm.is_null() {
+        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
+    }
+    if c.is_inter() {
+        return Err(err(MPI_ERR_COMM, "MPI_Comm_create_group needs an intracommunicator"));
+    }
+    put_comm(newcomm, create::create_group(&c, &g, tag)?)
+});
+
+fn free_comm(comm: *mut i32) -> crate::error::MpiResult<()> {
+    crate::runtime::job()?;
+    let h = check::inp(comm, "comm")?;
+    create::free(h)?;
+    check::out(comm, MPI_COMM_NULL, "comm")
+}
+
+mpi_entry!(MPI_Comm_free, PMPI_Comm_free, (comm: *mut i32), errcomm = MPI_COMM_WORLD, { free_comm(comm) });
+mpi_entry!(MPI_Comm_disconnect, PMPI_Comm_disconnect, (comm: *mut i32), errcomm = MPI_COMM_WORLD, {
+    // Pending communication must complete first: run the engine until the requests on
+    // this communicator are done is the user's duty per the standard; a barrier makes
+    // the disconnect collective as required.
+    let h = check::inp(comm, "comm")?;
+    let c = check::comm(h)?;
+    if !c.is_inter() {
+        crate::coll::barrier(&c)?;
+    }
+    free_comm(comm)
+});
+
+mpi_entry!(MPI_Comm_compare, PMPI_Comm_compare, (comm1: i32, comm2: i32, result: *mut c_int), errcomm = comm1, {
+    let a = check::comm(comm1)?;
+    let b = check::comm(comm2)?;
+    check::out(result, create::compare(&a, &b), "result")
+});
+
+// ---------------------------------------------------------------- groups
+
+mpi_entry!(MPI_Comm_group, PMPI_Comm_group, (comm: i32, group: *mut i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    check::out(group, group::register(group::Group { ranks: c.group.clone() }), "group")
+});
+
+mpi_entry!(MPI_Comm_remote_group, PMPI_Comm_remote_group, (comm: i32, group: *mut i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    match &c.remote {
+        Some(r) => check::out(group, group::register(group::Group { ranks: r.clone() }), "group"),
+        None => Err(err(MPI_ERR_COMM, "comm is an intracommunicator (MPI_Comm_remote_group needs an intercommunicator)")),
+    }
+});
+
+mpi_entry!(MPI_Group_size, PMPI_Group_size, (group: i32, size: *mut c_int), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let g = group::get(group, "group")?;
+    check::out(size, g.size() as c_int, "size")
+});
+
+mpi_entry!(MPI_Group_rank, PMPI_Group_rank, (group: i32, rank: *mut c_int), errcomm = MPI_COMM_WORLD, {
+    let j = crate::runtime::job()?;
+    let g = group::get(group, "group")?;
+    check::out(rank, g.rank_of_world(j.rank).map_or(MPI_UNDEFINED, |r| r as c_int), "rank")
+});
+
+fn new_group(out: *mut i32, g: group::Group) -> crate::error::MpiResult<()> {
+    check::out(out, group::register(g), "newgroup")
+}
+
+mpi_entry!(MPI_Group_incl, PMPI_Group_incl, (group: i32, n: c_int, ranks: *const c_int, newgroup: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let g = group::get(group, "group")?;
+    let r = check::array(ranks, check::count(n, "n")?, "ranks")?;
+    new_group(newgroup, group::incl(&g, r)?)
+});
+
+mpi_entry!(MPI_Group_excl, PMPI_Group_excl, (group: i32, n: c_int, ranks: *const c_int, newgroup: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let g = group::get(group, "group")?;
+    let r = check::array(ranks, check::count(n, "n")?, "ranks")?;
+    new_group(newgroup, group::excl(&g, r)?)
+});
+
+mpi_entry!(MPI_Group_range_incl, PMPI_Group_range_incl, (group: i32, n: c_int, ranges: *const [c_int; 3], newgroup: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let g = group::get(group, "group")?;
+    let r = check::array(ranges, check::count(n, "n")?, "ranges")?;
+    let ranks = group::expand_ranges(&g, r)?;
+    new_group(newgroup, group::incl(&g, &ranks)?)
+});
+
+mpi_entry!(MPI_Group_range_excl, PMPI_Group_range_excl, (group: i32, n: c_int, ranges: *const [c_int; 3], newgroup: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let g = group::get(group, "group")?;
+    let r = check::array(ranges, check::count(n, "n")?, "ranges")?;
+    let ranks = group::expand_ranges(&g, r)?;
+    new_group(newgroup, group::excl(&g, &ranks)?)
+});
+
+mpi_entry!(MPI_Group_union, PMPI_Group_union, (group1: i32, group2: i32, newgroup: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let (a, b) = (group::get(group1, "group1")?, group::get(group2, "group2")?);
+    new_group(newgroup, group::union(&a, &b))
+});
+
+mpi_entry!(MPI_Group_intersection, PMPI_Group_intersection, (group1: i32, group2: i32, newgroup: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let (a, b) = (group::get(group1, "group1")?, group::get(group2, "group2")?);
+    new_group(newgroup, group::intersection(&a, &b))
+});
+
+mpi_entry!(MPI_Group_difference, PMPI_Group_difference, (group1: i32, group2: i32, newgroup: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let (a, b) = (group::get(group1, "group1")?, group::get(group2, "group2")?);
+    new_group(newgroup, group::difference(&a, &b))
+});
+
+mpi_entry!(MPI_Group_translate_ranks, PMPI_Group_translate_ranks, (group1: i32, n: c_int, ranks1: *const c_int, group2: i32, ranks2: *mut c_int), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let (a, b) = (group::get(group1, "group1")?, group::get(group2, "group2")?);
+    let n = check::count(n, "n")?;
+    let r1 = check::array(ranks1, n, "ranks1")?;
+    let r2 = check::array_mut(ranks2, n, "ranks2")?;
+    for (i, &r) in r1.iter().enumerate() {
+        r2[i] = if r == MPI_PROC_NULL {
+            MPI_PROC_NULL
+        } else if r < 0 || r as usize >= a.size() {
+            return Err(err(MPI_ERR_RANK, format!("ranks1[{i}]={r} is not a rank of group1 (size {})", a.size())));
+        } else {
+            b.rank_of_world(a.ranks[r as usize]).map_or(MPI_UNDEFINED, |x| x as c_int)
+        };
+    }
+    Ok(())
+});
+
+mpi_entry!(MPI_Group_compare, PMPI_Group_compare, (group1: i32, group2: i32, result: *mut c_int), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let (a, b) = (group::get(group1, "group1")?, group::get(group2, "group2")?);
+    check::out(result, group::compare(&a, &b), "result")
+});
+
+mpi_entry!(MPI_Group_free, PMPI_Group_free, (group: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let h = check::inp(group, "group")?;
+    group::free(h)?;
+    check::out(group, MPI_GROUP_NULL, "group")
+});
+
+// ---------------------------------------------------------------- attributes
+
+mpi_entry!(MPI_Comm_create_keyval, PMPI_Comm_create_keyval, (copy_fn: Option<attr::CopyFn>, delete_fn: Option<attr::DeleteFn>, keyval: *mut c_int, extra_state: *mut c_void), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    check::out(keyval, attr::create_keyval(copy_fn, delete_fn, extra_state), "comm_keyval")
+});
+mpi_entry!(MPI_Keyval_create, PMPI_Keyval_create, (copy_fn: Option<attr::CopyFn>, delete_fn: Option<attr::DeleteFn>, keyval: *mut c_int, extra_state: *mut c_void), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    check::out(keyval, attr::create_keyval(copy_fn, delete_fn, extra_state), "keyval")
+});
+
+fn free_keyval(keyval: *mut c_int) -> crate::error::MpiResult<()> {
+    crate::runtime::job()?;
+    let k = check::inp(keyval, "keyval")?;
+    attr::free_keyval(k)?;
+    check::out(keyval, MPI_KEYVAL_INVALID, "keyval")
+}
+mpi_entry!(MPI_Comm_free_keyval, PMPI_Comm_free_keyval, (keyval: *mut c_int), errcomm = MPI_COMM_WORLD, { free_keyval(keyval) });
+mpi_entry!(MPI_Keyval_free, PMPI_Keyval_free, (keyval: *mut c_int), errcomm = MPI_COMM_WORLD, { free_keyval(keyval) });
+
+fn set_attr(comm: i32, key: c_int, val: *mut c_void) -> crate::error::MpiResult<()> {
+    let c = check::comm(comm)?;
+    attr::set(&c, key, val as usize)
+}
+mpi_entry!(MPI_Comm_set_attr, PMPI_Comm_set_attr, (comm: i32, comm_keyval: c_int, attribute_val: *mut c_void), errcomm = comm, { set_attr(comm, comm_keyval, attribute_val) });
+mpi_entry!(MPI_Attr_put, PMPI_Attr_put, (comm: i32, keyval: c_int, attribute_val: *mut c_void), errcomm = comm, { set_attr(comm, keyval, attribute_val) });
+
+fn delete_attr(comm: i32, key: c_int) -> crate::error::MpiResult<()> {
+    let c = check::comm(comm)?;
+    attr::delete(&c, key)
+}
+mpi_entry!(MPI_Comm_delete_attr, PMPI_Comm_delete_attr, (comm: i32, comm_keyval: c_int), errcomm = comm, { delete_attr(comm, comm_keyval) });
+mpi_entry!(MPI_Attr_delete, PMPI_Attr_delete, (comm: i32, keyval: c_int), errcomm = comm, { delete_attr(comm, keyval) });

@@ -1,0 +1,232 @@
+//! Creating and freeing communicators: MPI_Comm_dup, split, create, create_group, free.
+//!
+//! Agreement runs over the parent's channel: members publish their arguments in their
+//! argument lines (one step), then the leader of each new communicator (its rank 0)
+//! allocates a channel in the arena and publishes its index (a second step). The channel
+//! index is the new communicator's context id, unique in the job while it lives.
+use super::{attr, get, register, Comm};
+use crate::abi::*;
+use crate::coll::Chan;
+use crate::error::{err, MpiResult};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+const NO_CHANNEL: u64 = u64::MAX;
+
+fn alloc_channel(members: usize) -> u64 {
+    crate::runtime::job()
+        .ok()
+        .and_then(|j| j.arena.alloc_channel(members))
+        .map_or(NO_CHANNEL, |c| c as u64)
+}
+
+fn no_channel() -> crate::error::MpiError {
+    err(
+        MPI_ERR_OTHER,
+        format!("no free communicator context: {} communicators are alive in this job; free some with MPI_Comm_free", crate::shm::NCHAN),
+    )
+}
+
+/// Builds and registers the communicator of `world_ranks` (in rank order) on channel
+/// `ctx`, as seen by the calling process.
+fn make(parent: &Comm, ctx: usize, world_ranks: Vec<usize>) -> Arc<Comm> {
+    let j = crate::runtime::job_any().unwrap();
+    let rank = world_ranks.iter().position(|&w| w == j.rank).unwrap();
+    let c = Comm::new(0, ctx, world_ranks, rank, None, j.size, "");
+    c.errhandler
+        .store(parent.errhandler.load(Ordering::Relaxed), Ordering::Relaxed);
+    register(c)
+}
+
+/// MPI_Comm_split: members with the same colour form a communicator ordered by (key,
+/// parent rank). Returns None for MPI_UNDEFINED.
+pub fn split(parent: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<Comm>>> {
+    if color < 0 && color != MPI_UNDEFINED {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("color={color} is negative (only MPI_UNDEFINED may be)"),
+        ));
+    }
+    if parent.is_inter() {
+        return Err(err(
+            MPI_ERR_COMM,
+            "MPI_Comm_split on an intercommunicator is not available in this build",
+        ));
+    }
+    let ch = Chan::new(parent)?;
+    let n = ch.n;
+    ch.put_args(&[color as u32 as u64, key as u32 as u64]);
+    if n > 1 {
+        ch.step()?;
+    }
+    let colors: Vec<i32> = (0..n)
+        .map(|i| {
+            if i == ch.me {
+                color
+            } else {
+                ch.peer_args(i, 0) as u32 as i32
+            }
+        })
+        .collect();
+    let keys: Vec<i32> = (0..n)
+        .map(|i| {
+            if i == ch.me {
+                key
+            } else {
+                ch.peer_args(i, 1) as u32 as i32
+            }
+        })
+        .collect();
+    // Each colour's members in (key, rank) order; the first is the leader.
+    let members = |c: i32| {
+        let mut m: Vec<usize> = (0..n).filter(|&i| colors[i] == c).collect();
+        m.sort_by_key(|&i| (keys[i], i));
+        m
+    };
+    let mine = (color != MPI_UNDEFINED).then(|| members(color));
+    let chan = match &mine {
+        Some(m) if m[0] == ch.me => alloc_channel(m.len()),
+        _ => NO_CHANNEL,
+    };
+    ch.put_args(&[chan]);
+    if n > 1 {
+        ch.step()?;
+    }
+    let Some(m) = mine else { return Ok(None) };
+    let ctx = if m[0] == ch.me {
+        chan
+    } else {
+        ch.peer_args(m[0], 0)
+    };
+    if ctx == NO_CHANNEL {
+        return Err(no_channel());
+    }
+    Ok(Some(make(
+        parent,
+        ctx as usize,
+        m.iter().map(|&i| parent.group[i]).collect(),
+    )))
+}
+
+/// MPI_Comm_dup: same group, new context; attributes copied by their copy callbacks.
+pub fn dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
+    let c = split(parent, 0, parent.rank as i32)?.expect("colour 0");
+    attr::copy_all(parent, &c)?;
+    Ok(c)
+}
+
+/// MPI_Comm_create: `group` must be a subset of the parent's group; since MPI-2.2
+/// different processes may pass different, disjoint groups.
+pub fn create(parent: &Arc<Comm>, group: &super::group::Group) -> MpiResult<Option<Arc<Comm>>> {
+    for &w in &group.ranks {
+        if parent.from_world.get(w).copied().unwrap_or(-1) < 0 {
+            return Err(err(
+                MPI_ERR_GROUP,
+                format!("group contains world rank {w}, which is not in the communicator"),
+            ));
+        }
+    }
+    let me_world = crate::runtime::job()?.rank;
+    match group.rank_of_world(me_world) {
+        Some(r) => {
+            // Colour: the smallest world rank of my group (disjoint groups differ).
+            let color = *group.ranks.iter().min().unwrap() as i32;
+            let c = split(parent, color, r as i32)?;
+            Ok(c)
+        }
+        None => split(parent, MPI_UNDEFINED, 0),
+    }
+}
+
+/// MPI_Comm_create_group: collective over the members of `group` only. The leader
+/// allocates the channel and sends its index to the others point-to-point on the
+/// parent's internal context with `tag`.
+pub fn create_group(
+    parent: &Arc<Comm>,
+    group: &super::group::Group,
+    tag: i32,
+) -> MpiResult<Option<Arc<Comm>>> {
+    let j = crate::runtime::job()?;
+    let Some(me) = group.rank_of_world(j.rank) else {
+        return Ok(None);
+    };
+    for &w in &group.ranks {
+        if parent.from_world.get(w).copied().unwrap_or(-1) < 0 {
+            return Err(err(
+                MPI_ERR_GROUP,
+                format!("group contains world rank {w}, which is not in the communicator"),
+            ));
+        }
+    }
+    let internal = Arc::new(parent.internal_view());
+    let m = group.size();
+    let ctx = if me == 0 {
+        let c = alloc_channel(m);
+        for i in 1..m {
+            let dest = parent.from_world[group.ranks[i]];
+            let id = crate::p2p::isend(
+                &internal,
+                crate::p2p::SendData::Owned(c.to_le_bytes().to_vec()),
+                dest,
+                tag,
+                crate::p2p::Mode::Standard,
+            )?;
+            crate::p2p::wait(id)?;
+        }
+        c
+    } else {
+        let mut b = [0u8; 8];
+        // SAFETY: `b` lives across the blocking receive below.
+        let buf = unsafe { crate::p2p::UserBuf::new(b.as_mut_ptr(), 8) };
+        let src = parent.from_world[group.ranks[0]];
+        let id = crate::p2p::irecv(&internal, buf, src, tag)?;
+        crate::p2p::wait(id)?;
+        u64::from_le_bytes(b)
+    };
+    if ctx == NO_CHANNEL {
+        return Err(no_channel());
+    }
+    Ok(Some(make(parent, ctx as usize, group.ranks.clone())))
+}
+
+/// MPI_Comm_free: runs the attribute delete callbacks, releases the channel.
+pub fn free(h: i32) -> MpiResult<()> {
+    if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+        return Err(err(
+            MPI_ERR_COMM,
+            "the predefined communicators MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed",
+        ));
+    }
+    let c = get(h)?;
+    attr::delete_all(&c)?;
+    super::unregister(h);
+    let j = crate::runtime::job()?;
+    j.arena.release_channel(c.ctx);
+    Ok(())
+}
+
+/// MPI_Comm_compare.
+pub fn compare(a: &Comm, b: &Comm) -> i32 {
+    if a.handle == b.handle {
+        return MPI_IDENT;
+    }
+    if a.is_inter() != b.is_inter() {
+        return MPI_UNEQUAL;
+    }
+    let ga = super::group::Group {
+        ranks: a.group.clone(),
+    };
+    let gb = super::group::Group {
+        ranks: b.group.clone(),
+    };
+    match super::group::compare(&ga, &gb) {
+        MPI_IDENT => {
+            if a.remote == b.remote {
+                MPI_CONGRUENT
+            } else {
+                MPI_UNEQUAL
+            }
+        }
+        x => x,
+    }
+}
