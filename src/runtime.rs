@@ -65,8 +65,17 @@ pub fn rank_for_messages() -> i64 {
 /// Stops the whole job with `code`: records the abort in the arena (mpiexec reads it to
 /// report who aborted and exits with that code) and exits this process.
 pub fn abort_job(code: i32) -> ! {
+    abort_job_kind(code, crate::shm::ABORT_CALLED)
+}
+
+/// Stops the whole job after a fatal error (the error handler MPI_ERRORS_ARE_FATAL).
+pub fn fatal_stop() -> ! {
+    abort_job_kind(1, crate::shm::ABORT_FATAL_ERROR)
+}
+
+fn abort_job_kind(code: i32, kind: u32) -> ! {
     if let Some(j) = JOB.get() {
-        j.arena.record_abort(j.rank, code);
+        j.arena.record_abort_kind(j.rank, code, kind);
     }
     // Flush C stdio too: programs print with printf.
     // SAFETY: fflush(NULL) flushes all C streams.
@@ -117,8 +126,8 @@ pub fn handle_error(func: &str, comm: i32, e: MpiError) -> i32 {
     match eh {
         MPI_ERRORS_RETURN => code,
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => {
-            eprintln!("shmpi: {who}: fatal error: {full}");
-            abort_job(1)
+            eprintln!("shmpi: fatal error: {full}");
+            fatal_stop()
         }
         user => {
             let c = if state() == INITIALIZED && crate::comm::is_valid(comm) {

@@ -782,7 +782,7 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
                 continue;
             }
             if let Some((ar, code)) = arena.abort_record() {
-                eprintln!("mpiexec: rank {ar} called MPI_Abort with error code {code}");
+                report_abort(&arena, ar, code);
                 failure = Some(abort_exit_code(code));
             } else if let Some((msg, code)) = judge(&arena, r, pid, st) {
                 eprintln!("mpiexec: {msg}");
@@ -791,7 +791,7 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
         }
         if failure.is_none() && job.live > 0 {
             if let Some((ar, code)) = arena.abort_record() {
-                eprintln!("mpiexec: rank {ar} called MPI_Abort with error code {code}");
+                report_abort(&arena, ar, code);
                 failure = Some(abort_exit_code(code));
                 // Let the aborting rank finish flushing its output and exit by itself.
                 let ar = ar as usize;
@@ -827,7 +827,7 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
     // A rank may have recorded an abort and still exited 0 (or been the last one out).
     if failure.is_none() {
         if let Some((ar, code)) = arena.abort_record() {
-            eprintln!("mpiexec: rank {ar} called MPI_Abort with error code {code}");
+            report_abort(&arena, ar, code);
             failure = Some(abort_exit_code(code));
         }
     }
@@ -904,5 +904,16 @@ mod tests {
             panic!()
         };
         assert_eq!(o.timeout, Some(5.0));
+    }
+}
+
+/// Says how the job was stopped from inside: MPI_Abort or a fatal MPI error.
+fn report_abort(arena: &Arena, rank: i32, code: i32) {
+    if arena.abort_kind() == shm::ABORT_FATAL_ERROR {
+        eprintln!(
+            "mpiexec: rank {rank} stopped the job after a fatal MPI error (see its message above)"
+        );
+    } else {
+        eprintln!("mpiexec: rank {rank} called MPI_Abort with error code {code}");
     }
 }

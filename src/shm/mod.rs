@@ -130,6 +130,10 @@ const H_NRANKS: usize = 8;
 pub const H_ABORT_FLAG: usize = 64;
 pub const H_ABORT_CODE: usize = 68;
 pub const H_ABORT_RANK: usize = 72;
+pub const H_ABORT_KIND: usize = 76;
+/// Kinds of abort record.
+pub const ABORT_CALLED: u32 = 0;
+pub const ABORT_FATAL_ERROR: u32 = 1;
 const H_CHAN_LOCK: usize = 128;
 const H_CHAN_BITMAP: usize = 192; // NCHAN bits = 256 bytes
 
@@ -287,12 +291,23 @@ impl Arena {
 
     /// Records that `rank` aborted the job with `code` (first one wins).
     pub fn record_abort(&self, rank: usize, code: i32) {
+        self.record_abort_kind(rank, code, ABORT_CALLED)
+    }
+
+    /// What stopped the job: MPI_Abort or a fatal error (once the record is complete).
+    pub fn abort_kind(&self) -> u32 {
+        self.u32_at(H_ABORT_KIND).load(Ordering::Acquire)
+    }
+
+    /// Records an abort of the given kind (first one wins).
+    pub fn record_abort_kind(&self, rank: usize, code: i32, kind: u32) {
         if self
             .u32_at(H_ABORT_FLAG)
             .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
             self.i32_at(H_ABORT_CODE).store(code, Ordering::Relaxed);
+            self.u32_at(H_ABORT_KIND).store(kind, Ordering::Relaxed);
             self.i32_at(H_ABORT_RANK)
                 .store(rank as i32, Ordering::Release);
             self.u32_at(H_ABORT_FLAG).store(2, Ordering::Release);
