@@ -37,8 +37,8 @@ impl<'a> Chan<'a> {
         Ok(Chan {
             job,
             comm,
-            n: comm.size(),
-            me: comm.rank,
+            n: comm.chan_members.len(),
+            me: comm.chan_me,
             slot_bytes: job.arena.lay.slot_bytes,
         })
     }
@@ -75,7 +75,7 @@ impl<'a> Chan<'a> {
         self.counter(self.me).store(s, Ordering::SeqCst);
         for j in 0..self.n {
             if j != self.me {
-                notify(a, self.comm.group[j]);
+                notify(a, self.comm.chan_members[j]);
             }
         }
         let mut first = 0;
@@ -130,7 +130,7 @@ impl<'a> Chan<'a> {
 
 /// Barrier: one step.
 pub fn barrier(comm: &Comm) -> MpiResult<()> {
-    if comm.size() == 1 {
+    if comm.chan_members.len() == 1 {
         return Ok(());
     }
     Chan::new(comm)?.step().map(|_| ())

@@ -33,6 +33,14 @@ pub struct Comm {
     pub step: AtomicU64,
     /// Attributes: (keyval, value).
     pub attrs: Mutex<Vec<(i32, usize)>>,
+    /// The members of the collective channel, as world ranks: the group for an
+    /// intracommunicator; for an intercommunicator both groups, group "A" (the one
+    /// whose leader has the smaller world rank) first.
+    pub chan_members: Vec<usize>,
+    /// This process's index among `chan_members`.
+    pub chan_me: usize,
+    /// For an intercommunicator: whether the local group is group "A".
+    pub local_is_a: bool,
 }
 
 impl Comm {
@@ -53,6 +61,23 @@ impl Comm {
     }
     pub fn is_inter(&self) -> bool {
         self.remote.is_some()
+    }
+
+    /// Channel index of local rank `r`.
+    pub fn chan_of_local(&self, r: usize) -> usize {
+        match &self.remote {
+            Some(rem) if !self.local_is_a => rem.len() + r,
+            _ => r,
+        }
+    }
+
+    /// Channel index of remote rank `r` (intercommunicators).
+    pub fn chan_of_remote(&self, r: usize) -> usize {
+        if self.local_is_a {
+            self.group.len() + r
+        } else {
+            r
+        }
     }
 
     /// A view of this communicator on its internal point-to-point context, for
@@ -93,7 +118,19 @@ impl Comm {
         name: &str,
     ) -> Comm {
         let from_world = build_from_world(nworld, remote.as_deref().unwrap_or(&group));
+        let local_is_a = match &remote {
+            Some(r) => group[0] < r[0],
+            None => true,
+        };
+        let (chan_members, chan_me) = match &remote {
+            None => (group.clone(), rank),
+            Some(r) if local_is_a => ([group.clone(), r.clone()].concat(), rank),
+            Some(r) => ([r.clone(), group.clone()].concat(), r.len() + rank),
+        };
         Comm {
+            chan_members,
+            chan_me,
+            local_is_a,
             handle,
             ctx,
             group,
