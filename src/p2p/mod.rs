@@ -680,6 +680,19 @@ pub fn isend(
             from_world: comm.clone(),
         });
         e.queued[dst].push_back(id);
+        if mode == Mode::Buffered {
+            // The data now lives in the library: the user's request is complete at
+            // once, and the message completes on its own in the background.
+            e.detached.push(id);
+            let user = e.alloc(Req {
+                kind: ReqKind::Done,
+                complete: true,
+                status: Status::empty(),
+                from_world: comm.clone(),
+            });
+            e.progress(job);
+            return Ok(user);
+        }
         e.progress(job);
         Ok(id)
     })?

@@ -140,9 +140,8 @@ mpi_entry!(MPI_Rsend, PMPI_Rsend, (buf: *const c_void, count: c_int, datatype: i
 mpi_entry!(MPI_Bsend, PMPI_Bsend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32), errcomm = comm, {
     let a = send_args(buf, count, datatype, dest, tag, comm)?;
     let id = start_send(a, Mode::Buffered)?;
-    // The data was copied: the request completes in the background; drop our handle
-    // once complete by freeing it lazily.
-    p2p::detach(id)
+    // The data was copied: the returned request is already complete.
+    p2p::wait(id).map(|_| ())
 });
 
 fn isend_entry(
