@@ -5,7 +5,7 @@
 //! LIST format, one test per line (`#` starts a comment):
 //!
 //! ```text
-//! name np1,np2,... [timeout=SEC] [env=K=V,K2=V2] [expect=fail]
+//! name np1,np2,... [timeout=SEC] [env=K=V,K2=V2] [args=A,B] [expect=fail]
 //! ```
 //!
 //! The library and the wrappers are built by the Makefile before this runs. The
@@ -30,6 +30,7 @@ struct Test {
     timeout: u64,
     env: Vec<(String, String)>,
     expect_fail: bool,
+    args: Vec<String>,
 }
 
 fn parse_list(path: &Path, dir: &Path, fortran: bool) -> Result<Vec<Test>, String> {
@@ -57,6 +58,7 @@ fn parse_list(path: &Path, dir: &Path, fortran: bool) -> Result<Vec<Test>, Strin
             timeout: DEFAULT_TIMEOUT,
             env: Vec::new(),
             expect_fail: false,
+            args: Vec::new(),
             name,
         };
         for w in words {
@@ -67,6 +69,12 @@ fn parse_list(path: &Path, dir: &Path, fortran: bool) -> Result<Vec<Test>, Strin
                     let (k, v) = kv.split_once('=').ok_or_else(|| bad("bad env entry"))?;
                     t.env.push((k.to_string(), v.to_string()));
                 }
+            } else if let Some(v) = w.strip_prefix("args=") {
+                t.args = v
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
             } else if w == "expect=fail" {
                 t.expect_fail = true;
             } else {
@@ -255,7 +263,8 @@ fn main() -> ExitCode {
                         .arg(np.to_string())
                         .arg("--timeout")
                         .arg(t.timeout.to_string())
-                        .arg(exe(t));
+                        .arg(exe(t))
+                        .args(&t.args);
                     for (k, v) in &t.env {
                         cmd.env(k, v);
                     }

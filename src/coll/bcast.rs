@@ -28,3 +28,40 @@ pub fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
     }
     Ok(())
 }
+
+/// Broadcast over an intercommunicator's channel: the root (channel index `root`)
+/// sends `buf`; members with `receive` copy it. Members that neither send nor receive
+/// (MPI_PROC_NULL in the root's group) only take part in the steps. The root publishes
+/// the length first, since only it and the receivers know it.
+pub fn bcast_inter(comm: &Comm, buf: UserBuf, root: usize, receive: bool) -> MpiResult<()> {
+    let ch = Chan::new(comm)?;
+    if ch.me == root {
+        ch.put_args(&[buf.len() as u64]);
+    }
+    ch.step()?;
+    let total = ch.peer_args(root, 0) as usize;
+    if receive && total != buf.len() {
+        return Err(crate::error::err(
+            crate::abi::MPI_ERR_TRUNCATE,
+            format!(
+                "the root broadcasts {total} bytes but this process's buffer holds {}",
+                buf.len()
+            ),
+        ));
+    }
+    let chunk = ch.slot_bytes;
+    let nchunks = total.div_ceil(chunk);
+    for t in 0..nchunks {
+        let (_, p) = ch.next_step();
+        let start = t * chunk;
+        let len = chunk.min(total - start);
+        if ch.me == root {
+            buf.read_at(start, ch.slice_mut(ch.slot(root, p), len));
+        }
+        ch.step()?;
+        if receive {
+            buf.write_at(start, ch.slice(ch.slot(root, p), len));
+        }
+    }
+    Ok(())
+}

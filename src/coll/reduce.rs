@@ -78,9 +78,8 @@ fn fold(red: &Reduction, srcs: &[&[u8]], acc: &mut [u8]) -> MpiResult<()> {
 /// its `Part` names.
 pub fn reduce_vector(comm: &Comm, total: usize, red: &Reduction, part: &Part) -> MpiResult<()> {
     let ch = Chan::new(comm)?;
-    let n = ch.n;
-    let e = red.extent.max(1);
-    if n == 1 {
+    let all: Vec<usize> = (0..ch.n).collect();
+    if ch.n == 1 {
         if let Some(s) = &part.send {
             if part.hi > part.lo {
                 let mut tmp = vec![0u8; part.hi - part.lo];
@@ -95,17 +94,34 @@ pub fn reduce_vector(comm: &Comm, total: usize, red: &Reduction, part: &Part) ->
         }
         return Ok(());
     }
+    reduce_group(&ch, total, red, part, &all)
+}
+
+/// The reduction of the vectors of the channel members `contrib` (in canonical order);
+/// the contributors share the work, and every member whose `Part` names a range
+/// receives it. Every channel member calls this with the same `total` and `contrib`.
+pub fn reduce_group(
+    ch: &Chan,
+    total: usize,
+    red: &Reduction,
+    part: &Part,
+    contrib: &[usize],
+) -> MpiResult<()> {
+    let e = red.extent.max(1);
+    let k = contrib.len();
+    let my_share = contrib.iter().position(|&c| c == ch.me);
     let chunk = (ch.slot_bytes / e) * e;
     assert!(chunk > 0, "datatype extent {e} larger than a channel slot");
     if total <= SMALL.min(chunk) {
         let (_, p) = ch.next_step();
-        if total > 0 {
+        if total > 0 && my_share.is_some() {
             part.input(0, ch.slice_mut(ch.slot(ch.me, p), total));
         }
         ch.step()?;
         if part.hi > part.lo {
-            let srcs: Vec<&[u8]> = (0..n)
-                .map(|i| ch.slice(ch.slot(i, p) + part.lo, part.hi - part.lo))
+            let srcs: Vec<&[u8]> = contrib
+                .iter()
+                .map(|&i| ch.slice(ch.slot(i, p) + part.lo, part.hi - part.lo))
                 .collect();
             let out = &mut part.recv.as_mut_slice()[..part.hi - part.lo];
             fold(red, &srcs, out)?;
@@ -120,7 +136,7 @@ pub fn reduce_vector(comm: &Comm, total: usize, red: &Reduction, part: &Part) ->
             let start = t * chunk;
             (start, chunk.min(total - start))
         });
-        if let Some((start, len)) = cur {
+        if let (Some((start, len)), Some(_)) = (cur, my_share) {
             part.input(start, ch.slice_mut(ch.slot(ch.me, p), len));
         }
         ch.step()?;
@@ -135,11 +151,16 @@ pub fn reduce_vector(comm: &Comm, total: usize, red: &Reduction, part: &Part) ->
             }
         }
         if let Some((start, len)) = cur {
-            let (a, b) = share(len / e, n, ch.me);
-            if b > a {
-                let (a, b) = (a * e, b * e);
-                let srcs: Vec<&[u8]> = (0..n).map(|i| ch.slice(ch.slot(i, p) + a, b - a)).collect();
-                fold(red, &srcs, ch.slice_mut(ch.result(p) + a, b - a))?;
+            if let Some(r) = my_share {
+                let (a, b) = share(len / e, k, r);
+                if b > a {
+                    let (a, b) = (a * e, b * e);
+                    let srcs: Vec<&[u8]> = contrib
+                        .iter()
+                        .map(|&i| ch.slice(ch.slot(i, p) + a, b - a))
+                        .collect();
+                    fold(red, &srcs, ch.slice_mut(ch.result(p) + a, b - a))?;
+                }
             }
             prev = Some((start, len, p));
         }

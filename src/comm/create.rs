@@ -48,10 +48,7 @@ pub fn split(parent: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<C
         ));
     }
     if parent.is_inter() {
-        return Err(err(
-            MPI_ERR_COMM,
-            "MPI_Comm_split on an intercommunicator is not available in this build",
-        ));
+        return super::inter::split(parent, color, key);
     }
     let ch = Chan::new(parent)?;
     let n = ch.n;
@@ -110,6 +107,9 @@ pub fn split(parent: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<C
 
 /// MPI_Comm_dup: same group, new context; attributes copied by their copy callbacks.
 pub fn dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
+    if parent.is_inter() {
+        return super::inter::dup(parent);
+    }
     let c = split(parent, 0, parent.rank as i32)?.expect("colour 0");
     attr::copy_all(parent, &c)?;
     Ok(c)
@@ -118,6 +118,9 @@ pub fn dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
 /// MPI_Comm_create: `group` must be a subset of the parent's group; since MPI-2.2
 /// different processes may pass different, disjoint groups.
 pub fn create(parent: &Arc<Comm>, group: &super::group::Group) -> MpiResult<Option<Arc<Comm>>> {
+    if parent.is_inter() {
+        return super::inter::create_sub(parent, group);
+    }
     for &w in &group.ranks {
         if parent.from_world.get(w).copied().unwrap_or(-1) < 0 {
             return Err(err(

@@ -6,6 +6,7 @@ pub mod attr;
 pub mod create;
 pub mod errhandler;
 pub mod group;
+pub mod inter;
 
 use crate::abi::*;
 use crate::error::{err, MpiResult};

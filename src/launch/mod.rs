@@ -845,6 +845,17 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
     Ok(failure.unwrap_or(0))
 }
 
+/// Says how the job was stopped from inside: MPI_Abort or a fatal MPI error.
+fn report_abort(arena: &Arena, rank: i32, code: i32) {
+    if arena.abort_kind() == shm::ABORT_FATAL_ERROR {
+        eprintln!(
+            "mpiexec: rank {rank} stopped the job after a fatal MPI error (see its message above)"
+        );
+    } else {
+        eprintln!("mpiexec: rank {rank} called MPI_Abort with error code {code}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -904,16 +915,5 @@ mod tests {
             panic!()
         };
         assert_eq!(o.timeout, Some(5.0));
-    }
-}
-
-/// Says how the job was stopped from inside: MPI_Abort or a fatal MPI error.
-fn report_abort(arena: &Arena, rank: i32, code: i32) {
-    if arena.abort_kind() == shm::ABORT_FATAL_ERROR {
-        eprintln!(
-            "mpiexec: rank {rank} stopped the job after a fatal MPI error (see its message above)"
-        );
-    } else {
-        eprintln!("mpiexec: rank {rank} called MPI_Abort with error code {code}");
     }
 }

@@ -10,23 +10,144 @@ use crate::p2p::UserBuf;
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
 
+use super::coll_inter;
+
+/// An intracommunicator argument (the intercommunicator forms dispatch earlier).
 fn intra(comm: i32) -> MpiResult<Arc<Comm>> {
     let c = check::comm(comm)?;
     if c.is_inter() {
         return Err(err(
             MPI_ERR_COMM,
-            "intercommunicator collectives are not available in this build",
+            "this operation is defined on intracommunicators only",
         ));
     }
     Ok(c)
 }
 
+fn inter_alltoall(
+    comm: i32,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: i32,
+) -> MpiResult<()> {
+    let c = check::comm(comm)?;
+    let m = c.peer_size();
+    let st = check::datatype(sendtype, "sendtype")?;
+    let rt = check::datatype(recvtype, "recvtype")?;
+    let sk = check::span(&st, check::count(sendcount, "sendcount")?)?;
+    let rk = check::span(&rt, check::count(recvcount, "recvcount")?)?;
+    coll_inter::alltoall(
+        &c,
+        sendbuf,
+        (0..m).map(|j| (j * sk, sk)).collect(),
+        recvbuf,
+        (0..m).map(|i| (i * rk, rk)).collect(),
+    )
+}
+
+fn v_list(
+    counts: *const c_int,
+    displs: *const c_int,
+    m: usize,
+    t: &TypeInfo,
+    what: &str,
+) -> MpiResult<Vec<(usize, usize)>> {
+    let c = check::array(counts, m, &format!("{what}counts"))?;
+    let d = check::array(displs, m, &format!("{what}displs"))?;
+    (0..m)
+        .map(|i| {
+            if d[i] < 0 {
+                return Err(err(
+                    MPI_ERR_ARG,
+                    format!("{what}displs[{i}]={} is negative", d[i]),
+                ));
+            }
+            Ok((
+                d[i] as usize * t.extent,
+                check::count(c[i], &format!("{what}counts[{i}]"))? * t.extent,
+            ))
+        })
+        .collect()
+}
+
+fn inter_alltoallv(
+    comm: i32,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: i32,
+) -> MpiResult<()> {
+    let c = check::comm(comm)?;
+    let m = c.peer_size();
+    let st = check::datatype(sendtype, "sendtype")?;
+    let rt = check::datatype(recvtype, "recvtype")?;
+    let s = v_list(sendcounts, sdispls, m, &st, "send")?;
+    let r = v_list(recvcounts, rdispls, m, &rt, "recv")?;
+    coll_inter::alltoall(&c, sendbuf, s, recvbuf, r)
+}
+
+fn w_list(
+    counts: *const c_int,
+    displs: *const c_int,
+    types: *const i32,
+    m: usize,
+    what: &str,
+) -> MpiResult<Vec<(usize, usize)>> {
+    let c = check::array(counts, m, &format!("{what}counts"))?;
+    let d = check::array(displs, m, &format!("{what}displs"))?;
+    let ty = check::array(types, m, &format!("{what}types"))?;
+    (0..m)
+        .map(|i| {
+            let t = check::datatype(ty[i], &format!("{what}types[{i}]"))?;
+            if d[i] < 0 {
+                return Err(err(
+                    MPI_ERR_ARG,
+                    format!("{what}displs[{i}]={} is negative", d[i]),
+                ));
+            }
+            Ok((
+                d[i] as usize,
+                check::count(c[i], &format!("{what}counts[{i}]"))? * t.extent,
+            ))
+        })
+        .collect()
+}
+
+fn inter_alltoallw(
+    comm: i32,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const i32,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const i32,
+) -> MpiResult<()> {
+    let c = check::comm(comm)?;
+    let m = c.peer_size();
+    let s = w_list(sendcounts, sdispls, sendtypes, m, "send")?;
+    let r = w_list(recvcounts, rdispls, recvtypes, m, "recv")?;
+    coll_inter::alltoall(&c, sendbuf, s, recvbuf, r)
+}
+
 mpi_entry!(MPI_Barrier, PMPI_Barrier, (comm: i32), errcomm = comm, {
-    let c = intra(comm)?;
+    // Over the channel: both groups of an intercommunicator take part, as required.
+    let c = check::comm(comm)?;
     crate::coll::barrier(&c)
 });
 
 mpi_entry!(MPI_Bcast, PMPI_Bcast, (buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, comm: i32), errcomm = comm, {
+    if check::comm(comm)?.is_inter() {
+        return coll_inter::bcast_any(&check::comm(comm)?, buffer, count, datatype, root);
+    }
     let c = intra(comm)?;
     let n = check::count(count, "count")?;
     let t = check::datatype(datatype, "datatype")?;
@@ -81,6 +202,9 @@ fn send_or_in_place(
 }
 
 mpi_entry!(MPI_Allreduce, PMPI_Allreduce, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32), errcomm = comm, {
+    if check::comm(comm)?.is_inter() {
+        return coll_inter::allreduce(&check::comm(comm)?, sendbuf, recvbuf, count, datatype, op);
+    }
     let (a, n) = red_args(count, datatype, op, comm)?;
     let total = check::span(&a.t, n)?;
     let recv = check::buffer(recvbuf, total, "recvbuf")?;
@@ -89,6 +213,9 @@ mpi_entry!(MPI_Allreduce, PMPI_Allreduce, (sendbuf: *const c_void, recvbuf: *mut
 });
 
 mpi_entry!(MPI_Reduce, PMPI_Reduce, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, root: c_int, comm: i32), errcomm = comm, {
+    if check::comm(comm)?.is_inter() {
+        return coll_inter::reduce(&check::comm(comm)?, sendbuf, recvbuf, count, datatype, op, root);
+    }
     let (a, n) = red_args(count, datatype, op, comm)?;
     let root = check::root(root, &a.comm)?;
     let total = check::span(&a.t, n)?;
@@ -107,6 +234,9 @@ mpi_entry!(MPI_Reduce, PMPI_Reduce, (sendbuf: *const c_void, recvbuf: *mut c_voi
 });
 
 mpi_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: i32, op: i32, comm: i32), errcomm = comm, {
+    if check::comm(comm)?.is_inter() {
+        return coll_inter::reduce_scatter_block(&check::comm(comm)?, sendbuf, recvbuf, recvcount, datatype, op);
+    }
     let (a, n) = red_args(recvcount, datatype, op, comm)?;
     let size = a.comm.size();
     let block = check::span(&a.t, n)?;
@@ -122,6 +252,9 @@ mpi_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, (sendbuf: *const
 });
 
 mpi_entry!(MPI_Reduce_scatter, PMPI_Reduce_scatter, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: i32, op: i32, comm: i32), errcomm = comm, {
+    if check::comm(comm)?.is_inter() {
+        return coll_inter::reduce_scatter(&check::comm(comm)?, sendbuf, recvbuf, recvcounts, datatype, op);
+    }
     let c = intra(comm)?;
     let counts = check::array(recvcounts, c.size(), "recvcounts")?;
     let mut sum = 0usize;
@@ -296,12 +429,18 @@ impl Piece {
 }
 
 mpi_entry!(MPI_Gather, PMPI_Gather, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32), errcomm = comm, {
+    if check::comm(comm)?.is_inter() {
+        return coll_inter::gather(&check::comm(comm)?, sendbuf, sendcount, sendtype, recvbuf, None, recvcount, None, recvtype, root);
+    }
     let c = intra(comm)?;
     check::root(root, &c)?;
     gather_impl(sendbuf, sendcount, sendtype, recvbuf, None, recvcount, None, recvtype, Some(root), &c)
 });
 
 mpi_entry!(MPI_Gatherv, PMPI_Gatherv, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: i32, root: c_int, comm: i32), errcomm = comm, {
+    if check::comm(comm)?.is_inter() {
+        return coll_inter::gather(&check::comm(comm)?, sendbuf, sendcount, sendtype, recvbuf, Some(recvcounts), 0, Some(displs), recvtype, root);
+    }
     let c = intra(comm)?;
     check::root(root, &c)?;
     let is_root = root as usize == c.rank;
@@ -358,11 +497,17 @@ fn gather_v(
 }
 
 mpi_entry!(MPI_Allgather, PMPI_Allgather, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, comm: i32), errcomm = comm, {
+    if check::comm(comm)?.is_inter() {
+        return coll_inter::allgather(&check::comm(comm)?, sendbuf, sendcount, sendtype, recvbuf, None, recvcount, None, recvtype);
+    }
     let c = intra(comm)?;
     gather_impl(sendbuf, sendcount, sendtype, recvbuf, None, recvcount, None, recvtype, None, &c)
 });
 
 mpi_entry!(MPI_Allgatherv, PMPI_Allgatherv, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: i32, comm: i32), errcomm = comm, {
+    if check::comm(comm)?.is_inter() {
+        return coll_inter::allgather(&check::comm(comm)?, sendbuf, sendcount, sendtype, recvbuf, Some(recvcounts), 0, Some(displs), recvtype);
+    }
     let c = intra(comm)?;
     let rc = check::array(recvcounts, c.size(), "recvcounts")?;
     let dp = check::array(displs, c.size(), "displs")?;
@@ -421,12 +566,18 @@ fn scatter_impl(
 }
 
 mpi_entry!(MPI_Scatter, PMPI_Scatter, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32), errcomm = comm, {
+    if check::comm(comm)?.is_inter() {
+        return coll_inter::scatter(&check::comm(comm)?, sendbuf, None, sendcount, None, sendtype, recvbuf, recvcount, recvtype, root);
+    }
     let c = intra(comm)?;
     let root = check::root(root, &c)?;
     scatter_impl(sendbuf, None, sendcount, None, sendtype, recvbuf, recvcount, recvtype, root, &c)
 });
 
 mpi_entry!(MPI_Scatterv, PMPI_Scatterv, (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32), errcomm = comm, {
+    if check::comm(comm)?.is_inter() {
+        return coll_inter::scatter(&check::comm(comm)?, sendbuf, Some(sendcounts), 0, Some(displs), sendtype, recvbuf, recvcount, recvtype, root);
+    }
     let c = intra(comm)?;
     let root = check::root(root, &c)?;
     if c.rank == root {
@@ -515,6 +666,9 @@ fn alltoall_impl(
 }
 
 mpi_entry!(MPI_Alltoall, PMPI_Alltoall, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, comm: i32), errcomm = comm, {
+    if check::comm(comm)?.is_inter() {
+        return inter_alltoall(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+    }
     let c = intra(comm)?;
     let size = c.size();
     let rt = check::datatype(recvtype, "recvtype")?;
@@ -531,6 +685,9 @@ mpi_entry!(MPI_Alltoall, PMPI_Alltoall, (sendbuf: *const c_void, sendcount: c_in
 });
 
 mpi_entry!(MPI_Alltoallv, PMPI_Alltoallv, (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: i32, comm: i32), errcomm = comm, {
+    if check::comm(comm)?.is_inter() {
+        return inter_alltoallv(comm, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype);
+    }
     let c = intra(comm)?;
     let size = c.size();
     let rt = check::datatype(recvtype, "recvtype")?;
@@ -566,6 +723,9 @@ fn w_pieces(
 }
 
 mpi_entry!(MPI_Alltoallw, PMPI_Alltoallw, (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const i32, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const i32, comm: i32), errcomm = comm, {
+    if check::comm(comm)?.is_inter() {
+        return inter_alltoallw(comm, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes);
+    }
     let c = intra(comm)?;
     let size = c.size();
     let recv = w_pieces(check::array(recvcounts, size, "recvcounts")?, check::array(rdispls, size, "rdispls")?, check::array(recvtypes, size, "recvtypes")?, "recv")?;

@@ -299,3 +299,27 @@ fn delete_attr(comm: i32, key: c_int) -> crate::error::MpiResult<()> {
 }
 mpi_entry!(MPI_Comm_delete_attr, PMPI_Comm_delete_attr, (comm: i32, comm_keyval: c_int), errcomm = comm, { delete_attr(comm, comm_keyval) });
 mpi_entry!(MPI_Attr_delete, PMPI_Attr_delete, (comm: i32, keyval: c_int), errcomm = comm, { delete_attr(comm, keyval) });
+
+// ---------------------------------------------------------------- intercommunicators
+
+mpi_entry!(MPI_Intercomm_create, PMPI_Intercomm_create, (local_comm: i32, local_leader: c_int, peer_comm: i32, remote_leader: c_int, tag: c_int, newintercomm: *mut i32), errcomm = local_comm, {
+    let local = check::comm(local_comm)?;
+    let leader = check::root(local_leader, &local).map_err(|_| err(MPI_ERR_RANK, format!("local_leader={local_leader} is not a rank of local_comm (size {})", local.size())))?;
+    check::send_tag(tag)?;
+    if newintercomm.is_null() {
+        return Err(err(MPI_ERR_ARG, "newintercomm is NULL"));
+    }
+    // peer_comm is significant only at the local leader.
+    let peer = if local.rank == leader { check::comm(peer_comm)? } else { local.clone() };
+    let c = crate::comm::inter::create(&local, leader, &peer, remote_leader, tag)?;
+    check::out(newintercomm, c.handle, "newintercomm")
+});
+
+mpi_entry!(MPI_Intercomm_merge, PMPI_Intercomm_merge, (intercomm: i32, high: c_int, newintracomm: *mut i32), errcomm = intercomm, {
+    let c = crate::comm::inter::get_inter(check::comm(intercomm)?.handle)?;
+    if newintracomm.is_null() {
+        return Err(err(MPI_ERR_ARG, "newintracomm is NULL"));
+    }
+    let m = crate::comm::inter::merge(&c, high != 0)?;
+    check::out(newintracomm, m.handle, "newintracomm")
+});

@@ -1,5 +1,6 @@
 //! C entry points, grouped as the standard's chapters.
 pub mod coll;
+pub mod coll_inter;
 pub mod comm;
 pub mod init;
 pub mod op;
