@@ -1,6 +1,7 @@
-! Fixed-form program with include 'mpif.h': start-up, rank/size, version,
-! ALLREDUCE and REDUCE of INTEGER and DOUBLE PRECISION (also in place),
-! WTIME/WTICK, INITIALIZED/FINALIZED; checked against a sequential oracle.
+! Fixed-form program with include 'mpif.h': start-up, rank/size,
+! version, ALLREDUCE and REDUCE of INTEGER and DOUBLE PRECISION (also
+! in place), WTIME/WTICK, INITIALIZED/FINALIZED; checked against a
+! sequential oracle.
       PROGRAM BASIC
       IMPLICIT NONE
       INCLUDE 'mpif.h'
