@@ -70,7 +70,8 @@ program reductions
   integer :: p2(2, 2), p2r(2, 2)
   real :: r2(2, 1), r2r(2, 1)
   double precision :: d2(2, 1), d2r(2, 1)
-  integer :: counts(64), opsum, opcomp, commute
+  integer :: counts(64), opsum, opcomp
+  logical :: commute
   integer :: aff(2, 3), affr(2, 3), affe(2, 3), s, t
 
   call MPI_INIT(ierr)
@@ -294,13 +295,13 @@ program reductions
   call checkerr(ierr, 'op_create commutative')
   call MPI_OP_COMMUTATIVE(opsum, commute, ierr)
   call checkerr(ierr, 'op_commutative')
-  call check(commute /= 0, 'op_commutative of a commutative op')
+  call check(commute, 'op_commutative of a commutative op')
   call MPI_OP_CREATE(compose, .false., opcomp, ierr)
   call checkerr(ierr, 'op_create non-commutative')
   call MPI_OP_COMMUTATIVE(opcomp, commute, ierr)
-  call check(commute == 0, 'op_commutative of a non-commutative op')
+  call check(.not. commute, 'op_commutative of a non-commutative op')
   call MPI_OP_COMMUTATIVE(MPI_SUM, commute, ierr)
-  call check(commute /= 0, 'op_commutative(MPI_SUM)')
+  call check(commute, 'op_commutative(MPI_SUM)')
 
   call MPI_ALLREDUCE(iv, ir, n, MPI_INTEGER, opsum, MPI_COMM_WORLD, ierr)
   call checkerr(ierr, 'allreduce user op')
