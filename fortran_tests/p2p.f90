@@ -5,8 +5,17 @@
 ! TESTSOME (1-based indices, MPI_UNDEFINED), PROBE/IPROBE, SENDRECV,
 ! SENDRECV_REPLACE, REQUEST_GET_STATUS, REQUEST_FREE, CANCEL/TEST_CANCELLED,
 ! and MPI_PROC_NULL.
+! The C library's view of the Fortran ignore values (MPI-3.1 17.2.5).
+module cview
+  use iso_c_binding
+  implicit none
+  type(c_ptr), bind(C, name='MPI_F_STATUS_IGNORE') :: f_status_ignore
+  type(c_ptr), bind(C, name='MPI_F_STATUSES_IGNORE') :: f_statuses_ignore
+end module cview
+
 program p2p
   use mpi
+  use cview
   implicit none
   integer :: rank, np, ierr, i, k, nxt, prv, cnt, idx, outcount, nfail
   integer :: st(MPI_STATUS_SIZE), sts(MPI_STATUS_SIZE, 8)
@@ -212,6 +221,10 @@ program p2p
   call MPI_RSEND(sbuf, 1, MPI_INTEGER, MPI_PROC_NULL, 1, MPI_COMM_WORLD, ierr)
   call expect(ierr == MPI_SUCCESS, 'rsend to MPI_PROC_NULL')
   tag = 0
+
+  ! ---- C's MPI_F_STATUS_IGNORE / MPI_F_STATUSES_IGNORE are these COMMON members
+  call expect(transfer(f_status_ignore, 0_8) == loc(MPI_STATUS_IGNORE), 'MPI_F_STATUS_IGNORE')
+  call expect(transfer(f_statuses_ignore, 0_8) == loc(MPI_STATUSES_IGNORE), 'MPI_F_STATUSES_IGNORE')
 
   call MPI_ALLREDUCE(nfail, k, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (k /= 0) call MPI_ABORT(MPI_COMM_WORLD, 1, ierr)
