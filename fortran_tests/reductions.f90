@@ -5,29 +5,6 @@
 ! LXOR), INTEGER*8 (MPI_INTEGER8); MINLOC/MAXLOC on MPI_2INTEGER, MPI_2REAL and
 ! MPI_2DOUBLE_PRECISION; Fortran user ops (commutative and not) and
 ! OP_COMMUTATIVE.
-module oracle
-  implicit none
-  integer :: nfail = 0
-contains
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(*), intent(in) :: what
-    if (.not. ok) then
-      print *, 'FAIL: ', what
-      nfail = nfail + 1
-    end if
-  end subroutine check
-  subroutine checkerr(ierr, what)
-    integer, intent(in) :: ierr
-    character(*), intent(in) :: what
-    call check(ierr == 0, what // ': IERROR /= MPI_SUCCESS')
-  end subroutine checkerr
-  ! Rank r's contribution to element i.
-  integer function x(r, i)
-    integer, intent(in) :: r, i
-    x = mod(r * 7 + i * 3, 11) - 5
-  end function x
-end module oracle
 
 ! Commutative user op: elementwise sum of absolute values (INTEGER).
 subroutine abs_sum(invec, inoutvec, len, dtype)
@@ -55,7 +32,6 @@ end subroutine compose
 
 program reductions
   use mpi
-  use oracle
   implicit none
   integer, parameter :: n = 6
   external :: abs_sum, compose
@@ -72,8 +48,10 @@ program reductions
   double precision :: d2(2, 1), d2r(2, 1)
   integer :: counts(64), opsum, opcomp
   logical :: commute
+  integer :: nfail
   integer :: aff(2, 3), affr(2, 3), affe(2, 3), s, t
 
+  nfail = 0
   call MPI_INIT(ierr)
   call checkerr(ierr, 'init')
   call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
@@ -360,4 +338,24 @@ program reductions
   end if
   call MPI_FINALIZE(ierr)
   if (rank == 0) print *, 'reductions: OK on', np, 'ranks'
+
+contains
+  subroutine check(ok, what)
+    logical, intent(in) :: ok
+    character(*), intent(in) :: what
+    if (.not. ok) then
+      print *, 'FAIL: ', what
+      nfail = nfail + 1
+    end if
+  end subroutine check
+  subroutine checkerr(ierr, what)
+    integer, intent(in) :: ierr
+    character(*), intent(in) :: what
+    call check(ierr == 0, what // ': IERROR /= MPI_SUCCESS')
+  end subroutine checkerr
+  ! Rank r's contribution to element i.
+  integer function x(r, i)
+    integer, intent(in) :: r, i
+    x = mod(r * 7 + i * 3, 11) - 5
+  end function x
 end program reductions
