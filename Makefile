@@ -3,7 +3,7 @@ PREFIX ?= $(CURDIR)/build
 CARGO  ?= cargo
 LIB     = target/release/libshmpi.so
 
-.PHONY: all build deps demo test test-rust test-c bench clean install-tree
+.PHONY: all build deps demo test test-rust test-c bench clean install-tree install-fortran
 
 all: build
 
@@ -19,8 +19,10 @@ deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null || exit 1; \
 	fi
 
+# The C library first: the Fortran library (workspace member fortran/) links against it.
 build:
 	$(CARGO) build --release --lib --bins
+	$(CARGO) build --release -p shmpi-fortran
 	$(MAKE) --no-print-directory install-tree
 
 install-tree:
@@ -31,6 +33,20 @@ install-tree:
 	@for b in mpiexec mpicc; do cp -f target/release/$$b $(PREFIX)/bin/$$b.tmp && mv -f $(PREFIX)/bin/$$b.tmp $(PREFIX)/bin/$$b; done
 	@cd $(PREFIX)/bin && ln -sf mpiexec mpirun && ln -sf mpicc mpicxx
 	@echo "built: $(PREFIX)/lib/libmpi.so.12, $(PREFIX)/include/mpi.h, $(PREFIX)/bin/{mpiexec,mpirun,mpicc,mpicxx}"
+	@$(MAKE) --no-print-directory install-fortran
+
+# The Fortran binding: libmpifort.so.12 (+ Debian's libmpichfort names), mpif.h, mpi.mod
+# (compiled here from the generated mpi.f90) and the mpif77/mpif90/mpifort wrappers.
+FC ?= gfortran
+install-fortran:
+	@cp -f target/release/libmpifort.so $(PREFIX)/lib/libmpifort.so.12.tmp && mv -f $(PREFIX)/lib/libmpifort.so.12.tmp $(PREFIX)/lib/libmpifort.so.12
+	@cd $(PREFIX)/lib && ln -sf libmpifort.so.12 libmpifort.so && ln -sf libmpifort.so.12 libmpichfort.so.12 && ln -sf libmpifort.so.12 libmpichfort.so
+	@cp -f target/generated/mpif.h $(PREFIX)/include/mpif.h
+	@mkdir -p target/generated/mod
+	@$(FC) -c -fsyntax-only -I$(PREFIX)/include -Jtarget/generated/mod target/generated/mpi.f90
+	@cp -f target/generated/mod/mpi.mod $(PREFIX)/include/mpi.mod
+	@cd $(PREFIX)/bin && ln -sf mpicc mpif77 && ln -sf mpicc mpif90 && ln -sf mpicc mpifort
+	@echo "built: $(PREFIX)/lib/libmpifort.so.12, $(PREFIX)/include/{mpif.h,mpi.mod}, $(PREFIX)/bin/{mpif77,mpif90,mpifort}"
 
 demo: deps build
 	@mkdir -p target/demo

@@ -1,0 +1,325 @@
+//! The routines that do more than translate arguments: CHARACTER arguments (hidden
+//! lengths, blank padding), attribute values, DOUBLE PRECISION functions, and the
+//! predefined attribute copy/delete procedures. Each is exported by exports.rs under the
+//! eight names from the signature in functions.tsv.
+use crate::rt::{self, Aint, Fint};
+use std::os::raw::{c_char, c_int, c_void};
+
+mod c {
+    use std::os::raw::{c_char, c_double, c_int, c_void};
+    extern "C" {
+        pub fn PMPI_Get_library_version(version: *mut c_char, resultlen: *mut c_int) -> c_int;
+        pub fn PMPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int;
+        pub fn PMPI_Error_string(code: c_int, s: *mut c_char, resultlen: *mut c_int) -> c_int;
+        pub fn PMPI_Comm_get_name(comm: c_int, name: *mut c_char, resultlen: *mut c_int) -> c_int;
+        pub fn PMPI_Comm_set_name(comm: c_int, name: *const c_char) -> c_int;
+        pub fn PMPI_Comm_get_attr(
+            comm: c_int,
+            key: c_int,
+            val: *mut c_void,
+            flag: *mut c_int,
+        ) -> c_int;
+        pub fn PMPI_Attr_get(comm: c_int, key: c_int, val: *mut c_void, flag: *mut c_int) -> c_int;
+        pub fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int;
+        pub fn PMPI_Wtime() -> c_double;
+        pub fn PMPI_Wtick() -> c_double;
+    }
+}
+
+// C lengths of the string results (MPI_MAX_* of the C header: Fortran's + 1).
+const C_MAX_LIBRARY_VERSION: usize = crate::abi::MPI_MAX_LIBRARY_VERSION_STRING as usize + 1;
+const C_MAX_PROCESSOR_NAME: usize = crate::abi::MPI_MAX_PROCESSOR_NAME as usize + 1;
+const C_MAX_ERROR_STRING: usize = crate::abi::MPI_MAX_ERROR_STRING as usize + 1;
+const C_MAX_OBJECT_NAME: usize = crate::abi::MPI_MAX_OBJECT_NAME as usize + 1;
+
+/// Calls a C function that writes a string of at most `cap` bytes and its length, then
+/// hands the string to Fortran blank-padded.
+unsafe fn string_result(
+    cap: usize,
+    out: *mut u8,
+    out_len: usize,
+    resultlen: *mut Fint,
+    ierror: *mut Fint,
+    f: impl FnOnce(*mut c_char, *mut c_int) -> c_int,
+) {
+    let rc = rt::guard(|| {
+        let mut buf = vec![0u8; cap + 1];
+        let mut len: c_int = 0;
+        let rc = f(buf.as_mut_ptr().cast(), &mut len);
+        if rc == crate::abi::MPI_SUCCESS {
+            let n = (len.max(0) as usize).min(cap);
+            let k = rt::string_out(&buf[..n], out, out_len);
+            if !resultlen.is_null() {
+                // SAFETY: RESULTLEN is the caller's INTEGER.
+                unsafe { *resultlen = k as Fint };
+            }
+        }
+        rc
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+pub unsafe fn get_library_version(
+    version: *mut u8,
+    resultlen: *mut Fint,
+    ierror: *mut Fint,
+    version_len: usize,
+) {
+    // SAFETY: the closure hands C a buffer of C_MAX_LIBRARY_VERSION + 1 bytes.
+    unsafe {
+        string_result(
+            C_MAX_LIBRARY_VERSION,
+            version,
+            version_len,
+            resultlen,
+            ierror,
+            |b, l| c::PMPI_Get_library_version(b, l),
+        )
+    }
+}
+
+pub unsafe fn get_processor_name(
+    name: *mut u8,
+    resultlen: *mut Fint,
+    ierror: *mut Fint,
+    name_len: usize,
+) {
+    // SAFETY: the closure hands C a buffer of C_MAX_PROCESSOR_NAME + 1 bytes.
+    unsafe {
+        string_result(
+            C_MAX_PROCESSOR_NAME,
+            name,
+            name_len,
+            resultlen,
+            ierror,
+            |b, l| c::PMPI_Get_processor_name(b, l),
+        )
+    }
+}
+
+pub unsafe fn error_string(
+    errorcode: *const Fint,
+    string: *mut u8,
+    resultlen: *mut Fint,
+    ierror: *mut Fint,
+    string_len: usize,
+) {
+    // SAFETY: ERRORCODE is the caller's INTEGER; C gets a buffer of its maximum size.
+    unsafe {
+        let code = *errorcode;
+        string_result(
+            C_MAX_ERROR_STRING,
+            string,
+            string_len,
+            resultlen,
+            ierror,
+            |b, l| c::PMPI_Error_string(code, b, l),
+        )
+    }
+}
+
+pub unsafe fn comm_get_name(
+    comm: *const Fint,
+    name: *mut u8,
+    resultlen: *mut Fint,
+    ierror: *mut Fint,
+    name_len: usize,
+) {
+    // SAFETY: COMM is the caller's INTEGER; C gets a buffer of its maximum size.
+    unsafe {
+        let comm = *comm;
+        string_result(
+            C_MAX_OBJECT_NAME,
+            name,
+            name_len,
+            resultlen,
+            ierror,
+            |b, l| c::PMPI_Comm_get_name(comm, b, l),
+        )
+    }
+}
+
+pub unsafe fn comm_set_name(
+    comm: *const Fint,
+    name: *const u8,
+    ierror: *mut Fint,
+    name_len: usize,
+) {
+    let rc = rt::guard(|| {
+        let s = rt::string_in(name, name_len);
+        // SAFETY: COMM is the caller's INTEGER; `s` is NUL-terminated.
+        unsafe { c::PMPI_Comm_set_name(*comm, s.as_ptr().cast()) }
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+/// Reads an attribute through C and returns its Fortran value: predefined attributes
+/// are the integers C points at, others the stored value itself.
+unsafe fn attr_value(
+    comm: *const Fint,
+    keyval: *const Fint,
+    flag: *mut Fint,
+    ierror: *mut Fint,
+    get: unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_int) -> c_int,
+) -> Option<Aint> {
+    let mut value = None;
+    let rc = rt::guard(|| {
+        // SAFETY: COMM and KEYVAL are the caller's INTEGERs; C writes a pointer into
+        // `v` and an int into `f`.
+        unsafe {
+            let (key, predefined) = rt::keyval_to_c(*keyval);
+            let mut v: *mut c_void = std::ptr::null_mut();
+            let mut f: c_int = 0;
+            let rc = get(*comm, key, (&raw mut v).cast(), &mut f);
+            if rc == crate::abi::MPI_SUCCESS {
+                if !flag.is_null() {
+                    *flag = Fint::from(f != 0);
+                }
+                if f != 0 {
+                    value = Some(if predefined && !v.is_null() {
+                        Aint::from(*(v as *const c_int))
+                    } else {
+                        v as Aint
+                    });
+                }
+            }
+            rc
+        }
+    });
+    rt::set_ierror(ierror, rc);
+    value
+}
+
+pub unsafe fn comm_get_attr(
+    comm: *const Fint,
+    keyval: *const Fint,
+    value: *mut Aint,
+    flag: *mut Fint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: VALUE is the caller's INTEGER(KIND=MPI_ADDRESS_KIND).
+    unsafe {
+        if let Some(v) = attr_value(comm, keyval, flag, ierror, c::PMPI_Comm_get_attr) {
+            *value = v;
+        }
+    }
+}
+
+pub unsafe fn attr_get(
+    comm: *const Fint,
+    keyval: *const Fint,
+    value: *mut Fint,
+    flag: *mut Fint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: VALUE is the caller's INTEGER.
+    unsafe {
+        if let Some(v) = attr_value(comm, keyval, flag, ierror, c::PMPI_Attr_get) {
+            *value = v as Fint;
+        }
+    }
+}
+
+pub unsafe fn buffer_detach(_buffer: *mut c_void, size: *mut Fint, ierror: *mut Fint) {
+    // Fortran cannot use the address C returns; it is dropped (as in MPICH).
+    let rc = rt::guard(|| {
+        let mut addr: *mut c_void = std::ptr::null_mut();
+        // SAFETY: C writes the buffer address into `addr` and the size into SIZE.
+        unsafe { c::PMPI_Buffer_detach((&raw mut addr).cast(), size) }
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+pub unsafe fn wtime() -> f64 {
+    // SAFETY: no arguments.
+    unsafe { c::PMPI_Wtime() }
+}
+
+pub unsafe fn wtick() -> f64 {
+    // SAFETY: no arguments.
+    unsafe { c::PMPI_Wtick() }
+}
+
+// Predefined copy and delete procedures for attributes (MPI_NULL_COPY_FN, MPI_DUP_FN, ...).
+
+pub unsafe fn null_copy_fn(
+    _comm: *const Fint,
+    _keyval: *const Fint,
+    _extra: *const Fint,
+    _attr_in: *const Fint,
+    _attr_out: *mut Fint,
+    flag: *mut Fint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: FLAG is the caller's LOGICAL.
+    unsafe { *flag = 0 };
+    rt::set_ierror(ierror, crate::abi::MPI_SUCCESS);
+}
+
+pub unsafe fn dup_fn(
+    _comm: *const Fint,
+    _keyval: *const Fint,
+    _extra: *const Fint,
+    attr_in: *const Fint,
+    attr_out: *mut Fint,
+    flag: *mut Fint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: the attribute values are the caller's INTEGERs, FLAG its LOGICAL.
+    unsafe {
+        *attr_out = *attr_in;
+        *flag = 1;
+    }
+    rt::set_ierror(ierror, crate::abi::MPI_SUCCESS);
+}
+
+pub unsafe fn null_delete_fn(
+    _comm: *const Fint,
+    _keyval: *const Fint,
+    _attr: *const Fint,
+    _extra: *const Fint,
+    ierror: *mut Fint,
+) {
+    rt::set_ierror(ierror, crate::abi::MPI_SUCCESS);
+}
+
+pub unsafe fn comm_null_copy_fn(
+    _comm: *const Fint,
+    _keyval: *const Fint,
+    _extra: *const Aint,
+    _attr_in: *const Aint,
+    _attr_out: *mut Aint,
+    flag: *mut Fint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: FLAG is the caller's LOGICAL.
+    unsafe { *flag = 0 };
+    rt::set_ierror(ierror, crate::abi::MPI_SUCCESS);
+}
+
+pub unsafe fn comm_dup_fn(
+    _comm: *const Fint,
+    _keyval: *const Fint,
+    _extra: *const Aint,
+    attr_in: *const Aint,
+    attr_out: *mut Aint,
+    flag: *mut Fint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: the attribute values are the caller's INTEGER(KIND=MPI_ADDRESS_KIND)s.
+    unsafe {
+        *attr_out = *attr_in;
+        *flag = 1;
+    }
+    rt::set_ierror(ierror, crate::abi::MPI_SUCCESS);
+}
+
+pub unsafe fn comm_null_delete_fn(
+    _comm: *const Fint,
+    _keyval: *const Fint,
+    _attr: *const Aint,
+    _extra: *const Aint,
+    ierror: *mut Fint,
+) {
+    rt::set_ierror(ierror, crate::abi::MPI_SUCCESS);
+}
