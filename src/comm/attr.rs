@@ -10,12 +10,108 @@ pub type CopyFn =
     unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
 pub type DeleteFn = unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void) -> c_int;
 
+/// The language a key's callbacks are written in, which decides how they are called.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Lang {
+    C,
+    /// MPI_COMM_CREATE_KEYVAL from Fortran: every argument by reference, attribute
+    /// values and extra state as INTEGER(KIND=MPI_ADDRESS_KIND).
+    Fortran,
+    /// MPI-1 MPI_KEYVAL_CREATE from Fortran: the same with default INTEGERs.
+    Fortran77,
+}
+
+/// Fortran copy callback: (oldcomm, keyval, extra_state, attr_in, attr_out, flag, ierror).
+type FCopy = unsafe extern "C" fn(
+    *mut c_int,
+    *mut c_int,
+    *mut c_void,
+    *mut c_void,
+    *mut c_void,
+    *mut c_int,
+    *mut c_int,
+);
+/// Fortran delete callback: (comm, keyval, attribute_val, extra_state, ierror).
+type FDelete = unsafe extern "C" fn(*mut c_int, *mut c_int, *mut c_void, *mut c_void, *mut c_int);
+
 #[derive(Clone, Copy)]
 struct Keyval {
     copy: Option<CopyFn>,
     delete: Option<DeleteFn>,
     extra: usize,
     freed: bool,
+    lang: Lang,
+}
+
+/// Marks `h` as created from Fortran (called by the Fortran bindings right after
+/// creating it), so its callbacks are called with Fortran's conventions.
+pub fn set_lang(h: i32, lang: Lang) -> MpiResult<()> {
+    keyval(h, false)?;
+    let i = direct_index(h, OBJ_KEYVAL).unwrap();
+    KEYVALS.write().unwrap()[i].lang = lang;
+    Ok(())
+}
+
+/// Calls a copy callback in its language; returns (error code, flag, new value).
+fn run_copy(k: &Keyval, f: CopyFn, comm: i32, key: i32, val: usize) -> (c_int, bool, usize) {
+    match k.lang {
+        Lang::C => {
+            let mut out: *mut c_void = std::ptr::null_mut();
+            let mut flag: c_int = 0;
+            // SAFETY: a user copy callback called as the standard prescribes, with valid
+            // pointers to our locals for the output value and flag.
+            let rc = unsafe {
+                f(
+                    comm,
+                    key,
+                    k.extra as *mut c_void,
+                    val as *mut c_void,
+                    &mut out as *mut *mut c_void as *mut c_void,
+                    &mut flag,
+                )
+            };
+            (rc, flag != 0, out as usize)
+        }
+        Lang::Fortran | Lang::Fortran77 => {
+            // SAFETY: the function was registered from Fortran with this signature.
+            let g: FCopy = unsafe { std::mem::transmute::<CopyFn, FCopy>(f) };
+            let (mut c, mut kk, mut flag, mut ierr) = (comm, key, 0, 0);
+            let mut extra = k.extra as i64;
+            let mut vin = val as i64;
+            let mut vout: i64 = 0;
+            if k.lang == Lang::Fortran77 {
+                let (mut e4, mut i4, mut o4) = (extra as i32, vin as i32, 0i32);
+                // SAFETY: Fortran callbacks take every argument by reference; all point
+                // to our locals.
+                unsafe {
+                    g(
+                        &mut c,
+                        &mut kk,
+                        &mut e4 as *mut i32 as *mut c_void,
+                        &mut i4 as *mut i32 as *mut c_void,
+                        &mut o4 as *mut i32 as *mut c_void,
+                        &mut flag,
+                        &mut ierr,
+                    )
+                };
+                vout = o4 as i64;
+            } else {
+                // SAFETY: as above, with address-sized integers.
+                unsafe {
+                    g(
+                        &mut c,
+                        &mut kk,
+                        &mut extra as *mut i64 as *mut c_void,
+                        &mut vin as *mut i64 as *mut c_void,
+                        &mut vout as *mut i64 as *mut c_void,
+                        &mut flag,
+                        &mut ierr,
+                    )
+                };
+            }
+            (ierr, flag != 0, vout as usize)
+        }
+    }
 }
 
 static KEYVALS: RwLock<Vec<Keyval>> = RwLock::new(Vec::new());
@@ -27,6 +123,7 @@ pub fn create_keyval(copy: Option<CopyFn>, delete: Option<DeleteFn>, extra: *mut
         delete,
         extra: extra as usize,
         freed: false,
+        lang: Lang::C,
     });
     direct_handle(OBJ_KEYVAL, k.len() - 1)
 }
@@ -60,8 +157,31 @@ pub fn free_keyval(h: i32) -> MpiResult<()> {
 fn call_delete(c: &Comm, key: i32, val: usize) -> MpiResult<()> {
     let k = keyval(key, true)?;
     if let Some(f) = k.delete {
-        // SAFETY: a user delete callback called as the standard prescribes.
-        let rc = unsafe { f(c.handle, key, val as *mut c_void, k.extra as *mut c_void) };
+        let rc = match k.lang {
+            // SAFETY: a user delete callback called as the standard prescribes.
+            Lang::C => unsafe { f(c.handle, key, val as *mut c_void, k.extra as *mut c_void) },
+            Lang::Fortran | Lang::Fortran77 => {
+                // SAFETY: the function was registered from Fortran with this signature.
+                let g: FDelete = unsafe { std::mem::transmute::<DeleteFn, FDelete>(f) };
+                let (mut cc, mut kk, mut ierr) = (c.handle, key, 0);
+                let (mut v8, mut e8) = (val as i64, k.extra as i64);
+                let (mut v4, mut e4) = (val as i32, k.extra as i32);
+                let (vp, ep): (*mut c_void, *mut c_void) = if k.lang == Lang::Fortran77 {
+                    (
+                        &mut v4 as *mut i32 as *mut c_void,
+                        &mut e4 as *mut i32 as *mut c_void,
+                    )
+                } else {
+                    (
+                        &mut v8 as *mut i64 as *mut c_void,
+                        &mut e8 as *mut i64 as *mut c_void,
+                    )
+                };
+                // SAFETY: Fortran callbacks take every argument by reference.
+                unsafe { g(&mut cc, &mut kk, vp, ep, &mut ierr) };
+                ierr
+            }
+        };
         if rc != MPI_SUCCESS {
             return Err(err(
                 rc.clamp(1, crate::error::LAST_CLASS),
@@ -135,28 +255,15 @@ pub fn copy_all(old: &Comm, new: &Comm) -> MpiResult<()> {
     for (key, val) in all {
         let k = keyval(key, true)?;
         let Some(f) = k.copy else { continue };
-        let mut out: *mut c_void = std::ptr::null_mut();
-        let mut flag: c_int = 0;
-        // SAFETY: a user copy callback called as the standard prescribes, with valid
-        // pointers to our locals for the output value and flag.
-        let rc = unsafe {
-            f(
-                old.handle,
-                key,
-                k.extra as *mut c_void,
-                val as *mut c_void,
-                &mut out as *mut *mut c_void as *mut c_void,
-                &mut flag,
-            )
-        };
+        let (rc, flag, out) = run_copy(&k, f, old.handle, key, val);
         if rc != MPI_SUCCESS {
             return Err(err(
                 rc.clamp(1, crate::error::LAST_CLASS),
                 format!("the attribute copy callback of keyval {key:#x} returned {rc}"),
             ));
         }
-        if flag != 0 {
-            new.attrs.lock().unwrap().push((key, out as usize));
+        if flag {
+            new.attrs.lock().unwrap().push((key, out));
         }
     }
     Ok(())

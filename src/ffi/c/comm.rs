@@ -323,3 +323,19 @@ mpi_entry!(MPI_Intercomm_merge, PMPI_Intercomm_merge, (intercomm: i32, high: c_i
     let m = crate::comm::inter::merge(&c, high != 0)?;
     check::out(newintracomm, m.handle, "newintracomm")
 });
+
+/// For the Fortran bindings: marks a key created from Fortran (`lang` 1: MPI-2
+/// COMM_CREATE_KEYVAL, 2: MPI-1 KEYVAL_CREATE) so its callbacks get Fortran's calling
+/// convention. Not part of the MPI API.
+#[no_mangle]
+pub extern "C" fn shmpi_keyval_set_fortran(keyval: c_int, lang: c_int) -> c_int {
+    let l = if lang == 2 {
+        attr::Lang::Fortran77
+    } else {
+        attr::Lang::Fortran
+    };
+    match attr::set_lang(keyval, l) {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => e.class,
+    }
+}
