@@ -1,6 +1,7 @@
 //! C entry points, grouped as the standard's chapters.
 pub mod coll;
 pub mod comm;
+pub mod datatype;
 pub mod init;
 pub mod op;
 pub mod p2p;
