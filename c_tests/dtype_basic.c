@@ -120,6 +120,20 @@ static void constructors(void) {
     expect(t, "subarray Fortran", 24, 0, 80, 36, 40);
     MPI_Type_free(&t);
 
+    /* 6x4 ints, rows block-distributed over 2, columns cyclic over 2: process 3 = (1,1)
+       owns rows 3..5, columns 1 and 3 */
+    int gs[2] = {6, 4}, dist[2] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC};
+    int dargs[2] = {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG}, ps[2] = {2, 2};
+    OK(MPI_Type_create_darray(4, 3, 2, gs, dist, dargs, ps, MPI_ORDER_C, MPI_INT, &t));
+    expect(t, "darray", 24, 0, 96, 52, 44);
+    MPI_Type_commit(&t);
+    int garr[24], got[6], pos = 0;
+    for (int i = 0; i < 24; i++) garr[i] = i;
+    OK(MPI_Pack(garr, 1, t, got, sizeof got, &pos, MPI_COMM_WORLD));
+    int dwant[6] = {13, 15, 17, 19, 21, 23};
+    CHECK(memcmp(got, dwant, sizeof dwant) == 0, "darray pack");
+    MPI_Type_free(&t);
+
     OK(MPI_Type_vector(2, 1, 3, MPI_INT, &u));
     OK(MPI_Type_dup(u, &t));
     expect(t, "dup", 8, 0, 16, 0, 16);

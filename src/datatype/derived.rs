@@ -663,3 +663,155 @@ pub fn f90_integer(r: i32) -> MpiResult<i32> {
         _ => Err(no_f90(&format!("decimal range r={r}"))),
     }
 }
+
+/// The element-index blocks (start, len) that process coordinate `r` of `p` owns in a
+/// dimension of `g` elements under distribution `distrib` with argument `darg`
+/// (MPI §4.1.4, MPI_Type_create_darray).
+fn darray_blocks(
+    i: usize,
+    g: i32,
+    distrib: i32,
+    darg: i32,
+    p: i32,
+    r: i32,
+) -> MpiResult<Vec<(usize, usize)>> {
+    let bad = |m: String| err(MPI_ERR_ARG, format!("dimension {i}: {m}"));
+    match distrib {
+        MPI_DISTRIBUTE_NONE => {
+            if p != 1 {
+                return Err(bad(format!(
+                    "MPI_DISTRIBUTE_NONE needs array_of_psizes[{i}]=1, not {p}"
+                )));
+            }
+            Ok(vec![(0, g as usize)])
+        }
+        MPI_DISTRIBUTE_BLOCK => {
+            let b = if darg == MPI_DISTRIBUTE_DFLT_DARG {
+                (g as i64 + p as i64 - 1) / p as i64
+            } else if darg <= 0 || (darg as i64) * (p as i64) < g as i64 {
+                return Err(bad(format!(
+                    "block size array_of_dargs[{i}]={darg} x {p} processes does not cover {g} elements"
+                )));
+            } else {
+                darg as i64
+            };
+            let lo = (r as i64 * b).min(g as i64);
+            let hi = ((r as i64 + 1) * b).min(g as i64);
+            Ok(vec![(lo as usize, (hi - lo) as usize)])
+        }
+        MPI_DISTRIBUTE_CYCLIC => {
+            let b = if darg == MPI_DISTRIBUTE_DFLT_DARG {
+                1
+            } else if darg <= 0 {
+                return Err(bad(format!("array_of_dargs[{i}]={darg} must be positive")));
+            } else {
+                darg as i64
+            };
+            let mut v = vec![];
+            let mut lo = r as i64 * b;
+            while lo < g as i64 {
+                v.push((lo as usize, (b.min(g as i64 - lo)) as usize));
+                lo += p as i64 * b;
+            }
+            Ok(v)
+        }
+        _ => Err(bad(format!(
+            "array_of_distribs[{i}]={distrib} is not MPI_DISTRIBUTE_BLOCK, _CYCLIC or _NONE"
+        ))),
+    }
+}
+
+/// MPI_Type_create_darray: the part of a `gsizes` array (in `order`) that process
+/// `rank` of a row-major `psizes` process grid owns; extent = the whole array.
+#[allow(clippy::too_many_arguments)]
+pub fn darray(
+    size: i32,
+    rank: i32,
+    ndims: i32,
+    gsizes: &[i32],
+    distribs: &[i32],
+    dargs: &[i32],
+    psizes: &[i32],
+    order: i32,
+    old: i32,
+) -> MpiResult<i32> {
+    if size <= 0 {
+        return Err(err(MPI_ERR_ARG, format!("size={size} must be positive")));
+    }
+    if rank < 0 || rank >= size {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("rank={rank} is outside 0..{size}"),
+        ));
+    }
+    if ndims <= 0 {
+        return Err(err(MPI_ERR_ARG, format!("ndims={ndims} must be positive")));
+    }
+    let nd = ndims as usize;
+    check_len(gsizes, nd, "array_of_gsizes")?;
+    check_len(distribs, nd, "array_of_distribs")?;
+    check_len(dargs, nd, "array_of_dargs")?;
+    check_len(psizes, nd, "array_of_psizes")?;
+    if order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("order={order} is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN"),
+        ));
+    }
+    let mut nprocs: i64 = 1;
+    for i in 0..nd {
+        if gsizes[i] <= 0 || psizes[i] <= 0 {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!(
+                    "array_of_gsizes[{i}]={} and array_of_psizes[{i}]={} must be positive",
+                    gsizes[i], psizes[i]
+                ),
+            ));
+        }
+        nprocs = nprocs.saturating_mul(psizes[i] as i64);
+    }
+    if nprocs != size as i64 {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("the process grid (array_of_psizes) has {nprocs} processes, size={size}"),
+        ));
+    }
+    // the process coordinates, row-major whatever `order`
+    let mut coords = vec![0i32; nd];
+    let mut rem = rank;
+    for i in (0..nd).rev() {
+        coords[i] = rem % psizes[i];
+        rem /= psizes[i];
+    }
+    let o = get(old, "oldtype")?;
+    let dims: Vec<usize> = if order == MPI_ORDER_C {
+        (0..nd).rev().collect()
+    } else {
+        (0..nd).collect()
+    };
+    let mut l = o.layout.clone();
+    let mut stride = o.extent();
+    for &d in &dims {
+        let blocks = darray_blocks(d, gsizes[d], distribs[d], dargs[d], psizes[d], coords[d])?;
+        let mut b = Builder::new();
+        for (start, len) in blocks {
+            b.add(
+                &l,
+                mul(start as isize, stride, "darray offset")?,
+                len,
+                stride,
+            )?;
+        }
+        l = b.finish(false)?;
+        stride = mul(stride, gsizes[d] as isize, "array size in bytes")?;
+    }
+    let l = l.resized(0, stride)?;
+    let mut ints = vec![size, rank, ndims];
+    ints.extend_from_slice(&gsizes[..nd]);
+    ints.extend_from_slice(&distribs[..nd]);
+    ints.extend_from_slice(&dargs[..nd]);
+    ints.extend_from_slice(&psizes[..nd]);
+    ints.push(order);
+    make(l, MPI_COMBINER_DARRAY, ints, vec![], vec![o])
+}

@@ -854,3 +854,108 @@ fn streaming_pack_of_a_large_vector() {
     );
     free(v).unwrap();
 }
+
+#[test]
+fn darray_partitions_the_array_in_memory_order() {
+    let mut r = Rng(12345);
+    for _ in 0..300 {
+        let nd = r.range(1, 3) as usize;
+        let gs: Vec<i32> = (0..nd).map(|_| r.range(1, 7) as i32).collect();
+        let ps: Vec<i32> = (0..nd).map(|_| r.range(1, 3) as i32).collect();
+        let mut ds = vec![];
+        let mut dargs = vec![];
+        for i in 0..nd {
+            let (d, a) = match r.range(0, 3) {
+                0 if ps[i] == 1 => (MPI_DISTRIBUTE_NONE, MPI_DISTRIBUTE_DFLT_DARG),
+                0 | 1 => (MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_DFLT_DARG),
+                2 => (MPI_DISTRIBUTE_CYCLIC, r.range(1, 3) as i32),
+                _ => (MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_DFLT_DARG),
+            };
+            ds.push(d);
+            dargs.push(a);
+        }
+        let order = if r.range(0, 1) == 0 {
+            MPI_ORDER_C
+        } else {
+            MPI_ORDER_FORTRAN
+        };
+        let size: i32 = ps.iter().product();
+        let total: usize = gs.iter().map(|&g| g as usize).product();
+        let owner_1d = |i: usize, x: i32| -> i32 {
+            let (g, p) = (gs[i], ps[i]);
+            match ds[i] {
+                MPI_DISTRIBUTE_NONE => 0,
+                MPI_DISTRIBUTE_BLOCK => x / ((g + p - 1) / p),
+                _ => {
+                    let b = if dargs[i] == MPI_DISTRIBUTE_DFLT_DARG {
+                        1
+                    } else {
+                        dargs[i]
+                    };
+                    (x / b) % p
+                }
+            }
+        };
+        let mut seen = vec![0; total];
+        for rank in 0..size {
+            let h = darray(size, rank, nd as i32, &gs, &ds, &dargs, &ps, order, MPI_INT).unwrap();
+            let ty = t(h);
+            assert_eq!(ty.extent(), total as isize * 4);
+            assert_eq!(ty.lb(), 0);
+            // oracle: every element this rank owns, in memory order
+            let mut want = vec![];
+            for off in 0..total {
+                // element index tuple of memory offset `off`
+                let mut rem = off;
+                let mut idx = vec![0i32; nd];
+                let fast: Vec<usize> = if order == MPI_ORDER_C {
+                    (0..nd).rev().collect()
+                } else {
+                    (0..nd).collect()
+                };
+                for &d in &fast {
+                    idx[d] = (rem % gs[d] as usize) as i32;
+                    rem /= gs[d] as usize;
+                }
+                let mut coord_rank = 0;
+                for d in 0..nd {
+                    coord_rank = coord_rank * ps[d] + owner_1d(d, idx[d]);
+                }
+                if coord_rank == rank {
+                    want.push(off as u32);
+                    seen[off] += 1;
+                }
+            }
+            assert_eq!(ty.size(), want.len() * 4, "{gs:?} {ps:?} {ds:?} {dargs:?}");
+            let buf: Vec<u8> = (0..total as u32).flat_map(|x| x.to_ne_bytes()).collect();
+            let mut out = vec![0u8; ty.size()];
+            pack_slice(&ty, 1, &buf, 0, &mut out, 0).unwrap();
+            let got: Vec<u32> = out
+                .chunks(4)
+                .map(|c| u32::from_ne_bytes(c.try_into().unwrap()))
+                .collect();
+            assert_eq!(
+                got, want,
+                "rank {rank} of {gs:?} {ps:?} {ds:?} {dargs:?} {order}"
+            );
+            free(h).unwrap();
+        }
+        assert!(seen.iter().all(|&s| s == 1));
+    }
+    assert_eq!(
+        darray(
+            2,
+            0,
+            1,
+            &[4],
+            &[MPI_DISTRIBUTE_BLOCK],
+            &[1],
+            &[2],
+            MPI_ORDER_C,
+            MPI_INT
+        )
+        .unwrap_err()
+        .class,
+        MPI_ERR_ARG
+    );
+}

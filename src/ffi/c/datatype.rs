@@ -145,6 +145,20 @@ mpi_entry!(MPI_Type_create_subarray, PMPI_Type_create_subarray,
     })
 });
 
+mpi_entry!(MPI_Type_create_darray, PMPI_Type_create_darray,
+    (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_int,
+     array_of_distribs: *const c_int, array_of_dargs: *const c_int,
+     array_of_psizes: *const c_int, order: c_int, oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || {
+        let g = arr(array_of_gsizes, ndims, "array_of_gsizes")?;
+        let d = arr(array_of_distribs, ndims, "array_of_distribs")?;
+        let a = arr(array_of_dargs, ndims, "array_of_dargs")?;
+        let p = arr(array_of_psizes, ndims, "array_of_psizes")?;
+        derived::darray(size, rank, ndims, g, d, a, p, order, oldtype)
+    })
+});
+
 mpi_entry!(MPI_Type_dup, PMPI_Type_dup, (oldtype: i32, newtype: *mut i32),
     errcomm = MPI_COMM_WORLD, {
     new_type(newtype, || derived::dup(oldtype))
