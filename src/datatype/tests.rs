@@ -856,6 +856,7 @@ fn streaming_pack_of_a_large_vector() {
 }
 
 #[test]
+#[allow(clippy::needless_range_loop)] // index tuples read clearer as loops
 fn darray_partitions_the_array_in_memory_order() {
     let mut r = Rng(12345);
     for _ in 0..300 {
