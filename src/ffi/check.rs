@@ -28,32 +28,41 @@ pub fn count(c: c_int, arg: &str) -> MpiResult<usize> {
     }
 }
 
-/// What the engine needs to know of a datatype.
+/// What the engine needs to know of a datatype. For a type that is not `contiguous`,
+/// data moves through `datatype::pack` / `datatype::unpack` on the `TypeRef` that
+/// `datatype::lookup_arg` returns (hold it for the operation).
 #[derive(Clone, Copy, Debug)]
 pub struct TypeInfo {
     pub handle: i32,
     pub size: usize,
     pub extent: usize,
+    /// One block of `size` bytes at displacement 0 with extent == size.
+    pub contiguous: bool,
+    pub lb: isize,
+    pub true_lb: isize,
 }
 
-/// A datatype argument.
+/// A datatype argument: valid and committed.
 pub fn datatype(h: i32, arg: &str) -> MpiResult<TypeInfo> {
-    match crate::datatype::info(h) {
-        Some((size, extent)) => Ok(TypeInfo {
+    if let Some(p) = crate::datatype::predefined::lookup(h) {
+        return Ok(TypeInfo {
             handle: h,
-            size,
-            extent,
-        }),
-        None if h == MPI_DATATYPE_NULL => {
-            Err(err(MPI_ERR_TYPE, format!("{arg} is MPI_DATATYPE_NULL")))
-        }
-        None => Err(err(
-            MPI_ERR_TYPE,
-            format!(
-                "{arg}={h:#x} is not a valid datatype (never created, freed, or not committed)"
-            ),
-        )),
+            size: p.size,
+            extent: p.extent,
+            contiguous: p.size == p.extent && p.true_extent == p.size,
+            lb: 0,
+            true_lb: 0,
+        });
     }
+    let t = crate::datatype::lookup_arg(h, arg)?;
+    Ok(TypeInfo {
+        handle: h,
+        size: t.size(),
+        extent: t.extent().max(0) as usize,
+        contiguous: t.is_contiguous(),
+        lb: t.lb(),
+        true_lb: t.true_lb(),
+    })
 }
 
 /// Bytes spanned by `count` elements of `t`, checked for overflow.

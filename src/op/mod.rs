@@ -173,12 +173,12 @@ pub fn predefined_type(dtype: i32) -> MpiResult<&'static Predef> {
     }
     predefined::lookup(dtype).ok_or_else(|| {
         if handle_obj(dtype) == OBJ_DATATYPE && handle_kind(dtype) == KIND_DIRECT {
-            // TODO: derived datatypes reduce through their basic element type; that
-            // lookup belongs to `datatype::` once the datatype engine lands.
+            // Derived datatypes reduce through their basic element type: see
+            // `reduce_basic` (and `apply`, which does it for packed data).
             err(
                 MPI_ERR_TYPE,
                 format!(
-                    "datatype {dtype:#010x}: derived datatypes not yet supported in reductions"
+                    "datatype {dtype:#010x} is derived: reduce its packed data with the basic type from op::reduce_basic"
                 ),
             )
         } else {
@@ -188,6 +188,38 @@ pub fn predefined_type(dtype: i32) -> MpiResult<&'static Predef> {
             )
         }
     })
+}
+
+/// For predefined `op` on any committed datatype: the predefined type its type map is
+/// made of and how many of them one instance holds (`(dtype, 1)` for a predefined
+/// type); `None` for a type with no data (nothing to reduce). MPI_ERR_OP naming the op
+/// and the type if the type map mixes basic types or the op is not defined on them.
+pub fn reduce_basic(op: BuiltinOp, dtype: i32) -> MpiResult<Option<(i32, usize)>> {
+    if let Some(p) = predefined::lookup(dtype) {
+        check_valid(op, p)?;
+        return Ok(Some((dtype, 1)));
+    }
+    let t = crate::datatype::lookup(dtype)?;
+    if t.size() == 0 {
+        return Ok(None);
+    }
+    let Some((basic, per)) = t.basic_elem() else {
+        return Err(err(
+            MPI_ERR_OP,
+            format!(
+                "{} needs a datatype made of one predefined type; datatype {dtype:#010x} mixes several",
+                op.name()
+            ),
+        ));
+    };
+    let p = predefined_type(basic)?;
+    check_valid(op, p).map_err(|e| {
+        err(
+            MPI_ERR_OP,
+            format!("{} (datatype {dtype:#010x} is made of {})", e.msg, p.name),
+        )
+    })?;
+    Ok(Some((basic, per)))
 }
 
 /// The kernel for predefined `op` on predefined datatype `dtype`, after the standard's
@@ -366,8 +398,46 @@ pub fn is_commutative(op: &OpRef) -> bool {
 /// (MPI_ERR_BUFFER otherwise; the last element's trailing padding may be absent).
 /// A user op is called with the caller's datatype handle, once for every
 /// `i32::MAX` elements; for a derived datatype the slices are taken as they are.
+///
+/// Derived datatypes with a predefined op: the type map must hold a single predefined
+/// type (see [`reduce_basic`]) and the slices hold the PACKED data
+/// (`datatype::pack` of `count` instances, `count * size` bytes); the result in
+/// `inout` is packed too (unpack it into the user's buffer).
 pub fn apply(op: &OpRef, dtype: i32, inv: &[u8], inout: &mut [u8], count: usize) -> MpiResult<()> {
     match op {
+        OpRef::Builtin(b) if predefined::lookup(dtype).is_none() => {
+            let Some((basic, per)) = reduce_basic(*b, dtype)? else {
+                return Ok(());
+            };
+            let n = count.checked_mul(per).ok_or_else(|| {
+                err(
+                    MPI_ERR_COUNT,
+                    format!("count {count} of datatype {dtype:#010x} overflows"),
+                )
+            })?;
+            let p = predefined_type(basic)?;
+            if p.size == p.extent {
+                return apply(op, basic, inv, inout, n);
+            }
+            // A pair type with padding (e.g. MPI_DOUBLE_INT): packed elements are `size`
+            // bytes apart, the kernel reads them `extent` apart.
+            let need = n * p.size;
+            check_len(need, inv.len(), inout.len(), n, p.name)?;
+            let spread = |src: &[u8]| {
+                let mut v = vec![0u8; n * p.extent];
+                for (i, c) in src[..need].chunks(p.size).enumerate() {
+                    v[i * p.extent..i * p.extent + p.size].copy_from_slice(c);
+                }
+                v
+            };
+            let a = spread(inv);
+            let mut b2 = spread(inout);
+            apply(op, basic, &a, &mut b2, n)?;
+            for (i, c) in inout[..need].chunks_mut(p.size).enumerate() {
+                c.copy_from_slice(&b2[i * p.extent..i * p.extent + p.size]);
+            }
+            Ok(())
+        }
         OpRef::Builtin(b) => {
             let (k, _) = kernel_for(*b, dtype)?;
             let p = predefined_type(dtype)?;
@@ -402,10 +472,9 @@ fn apply_user(u: &UserOp, dtype: i32, inv: &[u8], inout: &mut [u8], count: usize
         return Ok(());
     }
     let chunk = i32::MAX as usize;
-    // The stride between chunks: needed only beyond i32::MAX elements, and known only
-    // for predefined types until the datatype engine lands.
+    // The stride between chunks: needed only beyond i32::MAX elements.
     let extent = if count > chunk {
-        predefined::lookup(dtype).map(|p| p.extent).ok_or_else(|| {
+        crate::datatype::info(dtype).map(|i| i.1).ok_or_else(|| {
             err(
                 MPI_ERR_COUNT,
                 format!("count {count} exceeds {chunk} for a user op on datatype {dtype:#010x}"),

@@ -3,6 +3,7 @@ pub mod coll;
 pub mod coll_inter;
 pub mod comm;
 pub mod convert;
+pub mod datatype;
 pub mod init;
 pub mod op;
 pub mod p2p;

@@ -75,10 +75,29 @@ mpi_entry!(MPI_Reduce_local, PMPI_Reduce_local,
     check_buffer(inoutbuf, "inoutbuf", n)?;
     let o = op::resolve(op_h)?;
     match &o {
+        op::OpRef::Builtin(b) if crate::datatype::predefined::lookup(datatype).is_none() => {
+            // A derived datatype: pack both buffers, reduce the packed data with the
+            // kernel of its basic type, unpack the result into inoutbuf.
+            let t = crate::datatype::lookup_arg(datatype, "datatype")?;
+            if op::reduce_basic(*b, datatype)?.is_none() || n == 0 {
+                return Ok(());
+            }
+            let bytes = crate::datatype::packed_size(&t, n).ok_or_else(|| {
+                err(MPI_ERR_COUNT, format!("count = {count} of datatype {datatype:#010x} overflows"))
+            })?;
+            let mut a = vec![0u8; bytes];
+            let mut b2 = vec![0u8; bytes];
+            // SAFETY: the standard requires inbuf and inoutbuf to hold `count` instances
+            // of `datatype`; both were checked non-NULL and not MPI_IN_PLACE above.
+            crate::datatype::pack(&t, n, inbuf as *const u8, &mut a, 0);
+            // SAFETY: as above.
+            crate::datatype::pack(&t, n, inoutbuf as *const u8, &mut b2, 0);
+            op::apply(&o, datatype, &a, &mut b2, n)?;
+            // SAFETY: as above; inoutbuf is writable and `b2` is our own vector.
+            crate::datatype::unpack(&t, n, inoutbuf as *mut u8, &b2, 0);
+            Ok(())
+        }
         op::OpRef::Builtin(b) => {
-            // TODO: derived datatypes (their basic element type, packed data) go
-            // through `datatype::` once the datatype engine lands; until then only
-            // predefined datatypes are accepted.
             let p = op::predefined_type(datatype)?;
             op::check_valid(*b, p)?;
             let bytes = op::span(p, n).ok_or_else(|| {
@@ -96,15 +115,8 @@ mpi_entry!(MPI_Reduce_local, PMPI_Reduce_local,
             op::apply(&o, datatype, a, b, n)
         }
         op::OpRef::User(u) => {
-            if datatype == MPI_DATATYPE_NULL {
-                return Err(err(MPI_ERR_TYPE, "datatype = MPI_DATATYPE_NULL"));
-            }
-            if handle_obj(datatype) != OBJ_DATATYPE || handle_kind(datatype) == KIND_INVALID {
-                return Err(err(
-                    MPI_ERR_TYPE,
-                    format!("datatype = {datatype:#010x} is not a datatype handle"),
-                ));
-            }
+            // valid and committed (the user function gets the handle itself)
+            crate::datatype::lookup_arg(datatype, "datatype")?;
             if n == 0 {
                 return Ok(());
             }

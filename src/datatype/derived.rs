@@ -1,0 +1,817 @@
+//! Derived datatypes: the handle registry, the constructors of MPI §4.1 and the
+//! queries (envelope / contents, names, bounds).
+//!
+//! Every datatype, predefined or derived, resolves to an `Arc<Type>`; an operation holds
+//! its `TypeRef` while it runs, so MPI_Type_free of a type still in use is safe. Derived
+//! handles are DIRECT datatype handles with table indices from [`FIRST_INDEX`] up (0..4
+//! are the pair types' handles).
+use super::layout::{self, Basic, Builder, Layout};
+use super::predefined::{self, Predef, PREDEFINED, PREDEFINED_LEN};
+use crate::abi::*;
+use crate::error::{err, MpiError, MpiResult};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+/// What a type was built from: MPI_Type_get_envelope / MPI_Type_get_contents.
+#[derive(Clone, Debug)]
+pub struct Envelope {
+    pub combiner: i32,
+    pub ints: Vec<i32>,
+    pub addrs: Vec<isize>,
+    /// The datatypes it was built from, kept alive with the type.
+    pub types: Vec<TypeRef>,
+}
+
+/// A datatype: its layout, its construction, its commit state and name.
+#[derive(Debug)]
+pub struct Type {
+    pub layout: Layout,
+    pub envelope: Envelope,
+    /// Set for predefined types.
+    pub predefined: Option<&'static Predef>,
+    committed: AtomicBool,
+    name: Mutex<String>,
+}
+
+/// A resolved datatype, held for the duration of an operation.
+pub type TypeRef = Arc<Type>;
+
+impl Type {
+    fn new(layout: Layout, envelope: Envelope) -> Type {
+        Type {
+            layout,
+            envelope,
+            predefined: None,
+            committed: AtomicBool::new(false),
+            name: Mutex::new(String::new()),
+        }
+    }
+    pub fn size(&self) -> usize {
+        self.layout.size
+    }
+    pub fn lb(&self) -> isize {
+        self.layout.lb()
+    }
+    pub fn ub(&self) -> isize {
+        self.layout.ub()
+    }
+    pub fn extent(&self) -> isize {
+        self.layout.extent()
+    }
+    pub fn true_lb(&self) -> isize {
+        self.layout.true_lb
+    }
+    pub fn true_extent(&self) -> isize {
+        self.layout.true_extent()
+    }
+    pub fn is_committed(&self) -> bool {
+        self.committed.load(Ordering::Acquire)
+    }
+    /// One block of `size` bytes at displacement 0 with extent == size: `count`
+    /// instances are `count * size` plain bytes at the buffer address.
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.contiguous_at() == Some(0)
+    }
+    pub fn name(&self) -> String {
+        self.name.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    pub fn set_name(&self, s: &str) {
+        *self.name.lock().unwrap_or_else(|e| e.into_inner()) = s.to_string();
+    }
+    /// The single predefined basic type of the type map and how many per instance.
+    pub fn basic_elem(&self) -> Option<(i32, usize)> {
+        match self.layout.basic {
+            Basic::One(h) => {
+                let p = predefined::lookup(h)?;
+                Some((h, self.layout.size / p.size.max(1)))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Table indices below this are never handed out (they are the pair types' handles).
+pub const FIRST_INDEX: usize = 5;
+
+struct Registry {
+    slots: Vec<Option<TypeRef>>,
+    free: Vec<usize>,
+}
+
+static REGISTRY: RwLock<Registry> = RwLock::new(Registry {
+    slots: Vec::new(),
+    free: Vec::new(),
+});
+
+fn predefined_refs() -> &'static [TypeRef] {
+    static PRE: OnceLock<Vec<TypeRef>> = OnceLock::new();
+    PRE.get_or_init(|| {
+        PREDEFINED
+            .iter()
+            .map(|p| {
+                let mut t = Type::new(
+                    Layout::predefined(p),
+                    Envelope {
+                        combiner: MPI_COMBINER_NAMED,
+                        ints: vec![],
+                        addrs: vec![],
+                        types: vec![],
+                    },
+                );
+                t.predefined = Some(p);
+                t.committed = AtomicBool::new(true);
+                t.name = Mutex::new(p.name.to_string());
+                Arc::new(t)
+            })
+            .collect()
+    })
+}
+
+fn predefined_ref(p: &'static Predef) -> TypeRef {
+    let idx = (p as *const Predef as usize - PREDEFINED.as_ptr() as usize)
+        / std::mem::size_of::<Predef>();
+    debug_assert!(idx < PREDEFINED_LEN);
+    predefined_refs()[idx].clone()
+}
+
+fn register(t: TypeRef) -> MpiResult<i32> {
+    let mut r = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+    if r.slots.len() < FIRST_INDEX {
+        r.slots.resize(FIRST_INDEX, None);
+    }
+    let idx = match r.free.pop() {
+        Some(i) => i,
+        None => {
+            if r.slots.len() > 0x03ff_ffff {
+                return Err(err(
+                    MPI_ERR_OTHER,
+                    "too many datatypes (free some with MPI_Type_free)",
+                ));
+            }
+            r.slots.push(None);
+            r.slots.len() - 1
+        }
+    };
+    r.slots[idx] = Some(t);
+    Ok(direct_handle(OBJ_DATATYPE, idx))
+}
+
+/// Any valid datatype (committed or not): what constructors and queries accept.
+/// `arg` names the argument in the message.
+pub fn get(h: i32, arg: &str) -> MpiResult<TypeRef> {
+    if let Some(p) = predefined::lookup(h) {
+        return Ok(predefined_ref(p));
+    }
+    if h == MPI_DATATYPE_NULL {
+        return Err(err(MPI_ERR_TYPE, format!("{arg} is MPI_DATATYPE_NULL")));
+    }
+    let bad = || {
+        err(
+            MPI_ERR_TYPE,
+            format!("{arg}={h:#010x} is not a valid datatype handle"),
+        )
+    };
+    let idx = direct_index(h, OBJ_DATATYPE).ok_or_else(bad)?;
+    if idx < FIRST_INDEX {
+        return Err(bad());
+    }
+    let r = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
+    match r.slots.get(idx) {
+        Some(Some(t)) => Ok(t.clone()),
+        Some(None) => Err(err(
+            MPI_ERR_TYPE,
+            format!("{arg}={h:#010x} is a freed datatype (MPI_Type_free)"),
+        )),
+        None => Err(bad()),
+    }
+}
+
+/// A datatype usable in communication: valid and committed.
+pub fn get_committed(h: i32, arg: &str) -> MpiResult<TypeRef> {
+    let t = get(h, arg)?;
+    if !t.is_committed() {
+        return Err(err(
+            MPI_ERR_TYPE,
+            format!("{arg}: datatype {h:#010x} is not committed (call MPI_Type_commit first)"),
+        ));
+    }
+    Ok(t)
+}
+
+/// MPI_Type_commit.
+pub fn commit(h: i32) -> MpiResult<()> {
+    get(h, "datatype")?.committed.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// MPI_Type_free: the handle becomes invalid; operations holding the type keep it.
+pub fn free(h: i32) -> MpiResult<()> {
+    if let Some(p) = predefined::lookup(h) {
+        return Err(err(
+            MPI_ERR_TYPE,
+            format!("datatype={} is predefined and cannot be freed", p.name),
+        ));
+    }
+    get(h, "datatype")?;
+    let idx = direct_index(h, OBJ_DATATYPE).expect("checked by get");
+    let mut r = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+    if r.slots[idx].take().is_some() {
+        r.free.push(idx);
+    }
+    Ok(())
+}
+
+fn make(
+    layout: Layout,
+    combiner: i32,
+    ints: Vec<i32>,
+    addrs: Vec<isize>,
+    types: Vec<TypeRef>,
+) -> MpiResult<i32> {
+    register(Arc::new(Type::new(
+        layout,
+        Envelope {
+            combiner,
+            ints,
+            addrs,
+            types,
+        },
+    )))
+}
+
+// ---------------------------------------------------------------------------------------
+// Argument checks
+
+fn count_arg(n: i32, arg: &str) -> MpiResult<usize> {
+    if n < 0 {
+        Err(err(MPI_ERR_COUNT, format!("{arg}={n} is negative")))
+    } else {
+        Ok(n as usize)
+    }
+}
+
+fn blocklen(n: i32, arg: &str) -> MpiResult<usize> {
+    if n < 0 {
+        Err(err(MPI_ERR_ARG, format!("{arg}={n} is negative")))
+    } else {
+        Ok(n as usize)
+    }
+}
+
+fn check_len<T>(a: &[T], n: usize, arg: &str) -> MpiResult<()> {
+    if a.len() < n {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("{arg} has {} entries, {n} needed", a.len()),
+        ));
+    }
+    Ok(())
+}
+
+fn mul(a: isize, b: isize, what: &str) -> MpiResult<isize> {
+    a.checked_mul(b)
+        .ok_or_else(|| err(MPI_ERR_ARG, format!("{what}: {a} x {b} overflows")))
+}
+
+// ---------------------------------------------------------------------------------------
+// Constructors (engine level: slices in, handle out)
+
+/// MPI_Type_contiguous.
+pub fn contiguous(count: i32, old: i32) -> MpiResult<i32> {
+    let n = count_arg(count, "count")?;
+    let o = get(old, "oldtype")?;
+    let l = layout::repeat(&o.layout, n, o.extent())?;
+    make(l, MPI_COMBINER_CONTIGUOUS, vec![count], vec![], vec![o])
+}
+
+fn hvector_layout(n: usize, bl: usize, stride: isize, o: &Type) -> MpiResult<Layout> {
+    let block = layout::repeat(&o.layout, bl, o.extent())?;
+    layout::repeat(&block, n, stride)
+}
+
+/// MPI_Type_vector (stride in elements of `old`).
+pub fn vector(count: i32, blocklength: i32, stride: i32, old: i32) -> MpiResult<i32> {
+    let n = count_arg(count, "count")?;
+    let bl = blocklen(blocklength, "blocklength")?;
+    let o = get(old, "oldtype")?;
+    let st = mul(stride as isize, o.extent(), "stride x extent of oldtype")?;
+    let l = hvector_layout(n, bl, st, &o)?;
+    make(
+        l,
+        MPI_COMBINER_VECTOR,
+        vec![count, blocklength, stride],
+        vec![],
+        vec![o],
+    )
+}
+
+/// MPI_Type_create_hvector / MPI_Type_hvector (stride in bytes).
+pub fn hvector(count: i32, blocklength: i32, stride: isize, old: i32) -> MpiResult<i32> {
+    let n = count_arg(count, "count")?;
+    let bl = blocklen(blocklength, "blocklength")?;
+    let o = get(old, "oldtype")?;
+    let l = hvector_layout(n, bl, stride, &o)?;
+    make(
+        l,
+        MPI_COMBINER_HVECTOR,
+        vec![count, blocklength],
+        vec![stride],
+        vec![o],
+    )
+}
+
+fn blocks_layout(o: &Type, bls: &[usize], disps: &[isize]) -> MpiResult<Layout> {
+    let mut b = Builder::new();
+    for (bl, d) in bls.iter().zip(disps) {
+        b.add(&o.layout, *d, *bl, o.extent())?;
+    }
+    b.finish(false)
+}
+
+fn blocklens(bls: &[i32], n: usize) -> MpiResult<Vec<usize>> {
+    check_len(bls, n, "array_of_blocklengths")?;
+    bls[..n]
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| blocklen(b, &format!("array_of_blocklengths[{i}]")))
+        .collect()
+}
+
+/// MPI_Type_indexed (displacements in elements of `old`).
+pub fn indexed(count: i32, bls: &[i32], disps: &[i32], old: i32) -> MpiResult<i32> {
+    let n = count_arg(count, "count")?;
+    let b = blocklens(bls, n)?;
+    check_len(disps, n, "array_of_displacements")?;
+    let o = get(old, "oldtype")?;
+    let d = disps[..n]
+        .iter()
+        .map(|&d| mul(d as isize, o.extent(), "displacement x extent of oldtype"))
+        .collect::<MpiResult<Vec<_>>>()?;
+    let l = blocks_layout(&o, &b, &d)?;
+    let mut ints = vec![count];
+    ints.extend_from_slice(&bls[..n]);
+    ints.extend_from_slice(&disps[..n]);
+    make(l, MPI_COMBINER_INDEXED, ints, vec![], vec![o])
+}
+
+/// MPI_Type_create_hindexed / MPI_Type_hindexed (displacements in bytes).
+pub fn hindexed(count: i32, bls: &[i32], disps: &[isize], old: i32) -> MpiResult<i32> {
+    let n = count_arg(count, "count")?;
+    let b = blocklens(bls, n)?;
+    check_len(disps, n, "array_of_displacements")?;
+    let o = get(old, "oldtype")?;
+    let l = blocks_layout(&o, &b, &disps[..n])?;
+    let mut ints = vec![count];
+    ints.extend_from_slice(&bls[..n]);
+    make(l, MPI_COMBINER_HINDEXED, ints, disps[..n].to_vec(), vec![o])
+}
+
+/// MPI_Type_create_indexed_block.
+pub fn indexed_block(count: i32, blocklength: i32, disps: &[i32], old: i32) -> MpiResult<i32> {
+    let n = count_arg(count, "count")?;
+    let bl = blocklen(blocklength, "blocklength")?;
+    check_len(disps, n, "array_of_displacements")?;
+    let o = get(old, "oldtype")?;
+    let d = disps[..n]
+        .iter()
+        .map(|&d| mul(d as isize, o.extent(), "displacement x extent of oldtype"))
+        .collect::<MpiResult<Vec<_>>>()?;
+    let l = blocks_layout(&o, &vec![bl; n], &d)?;
+    let mut ints = vec![count, blocklength];
+    ints.extend_from_slice(&disps[..n]);
+    make(l, MPI_COMBINER_INDEXED_BLOCK, ints, vec![], vec![o])
+}
+
+/// MPI_Type_create_hindexed_block.
+pub fn hindexed_block(count: i32, blocklength: i32, disps: &[isize], old: i32) -> MpiResult<i32> {
+    let n = count_arg(count, "count")?;
+    let bl = blocklen(blocklength, "blocklength")?;
+    check_len(disps, n, "array_of_displacements")?;
+    let o = get(old, "oldtype")?;
+    let l = blocks_layout(&o, &vec![bl; n], &disps[..n])?;
+    make(
+        l,
+        MPI_COMBINER_HINDEXED_BLOCK,
+        vec![count, blocklength],
+        disps[..n].to_vec(),
+        vec![o],
+    )
+}
+
+/// MPI_Type_create_struct / MPI_Type_struct. MPI_LB and MPI_UB entries act as markers.
+pub fn structure(count: i32, bls: &[i32], disps: &[isize], types: &[i32]) -> MpiResult<i32> {
+    let n = count_arg(count, "count")?;
+    let b = blocklens(bls, n)?;
+    check_len(disps, n, "array_of_displacements")?;
+    check_len(types, n, "array_of_types")?;
+    let ts = types[..n]
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| get(t, &format!("array_of_types[{i}]")))
+        .collect::<MpiResult<Vec<_>>>()?;
+    let mut bld = Builder::new();
+    for i in 0..n {
+        bld.add(&ts[i].layout, disps[i], b[i], ts[i].extent())?;
+    }
+    let l = bld.finish(true)?;
+    let mut ints = vec![count];
+    ints.extend_from_slice(&bls[..n]);
+    make(l, MPI_COMBINER_STRUCT, ints, disps[..n].to_vec(), ts)
+}
+
+/// MPI_Type_create_resized.
+pub fn resized(old: i32, lb: isize, extent: isize) -> MpiResult<i32> {
+    let o = get(old, "oldtype")?;
+    if extent < 0 {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("extent={extent} is negative (not supported)"),
+        ));
+    }
+    let l = o.layout.resized(lb, extent)?;
+    make(l, MPI_COMBINER_RESIZED, vec![], vec![lb, extent], vec![o])
+}
+
+/// MPI_Type_dup: same layout, same commit state, new handle.
+pub fn dup(old: i32) -> MpiResult<i32> {
+    let o = get(old, "oldtype")?;
+    let t = Type::new(
+        o.layout.clone(),
+        Envelope {
+            combiner: MPI_COMBINER_DUP,
+            ints: vec![],
+            addrs: vec![],
+            types: vec![o.clone()],
+        },
+    );
+    t.committed.store(o.is_committed(), Ordering::Release);
+    register(Arc::new(t))
+}
+
+/// MPI_Type_create_subarray. `order` is MPI_ORDER_C or MPI_ORDER_FORTRAN.
+pub fn subarray(
+    ndims: i32,
+    sizes: &[i32],
+    subsizes: &[i32],
+    starts: &[i32],
+    order: i32,
+    old: i32,
+) -> MpiResult<i32> {
+    if ndims <= 0 {
+        return Err(err(MPI_ERR_ARG, format!("ndims={ndims} must be positive")));
+    }
+    let nd = ndims as usize;
+    check_len(sizes, nd, "array_of_sizes")?;
+    check_len(subsizes, nd, "array_of_subsizes")?;
+    check_len(starts, nd, "array_of_starts")?;
+    if order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("order={order} is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN"),
+        ));
+    }
+    for i in 0..nd {
+        let (s, ss, st) = (sizes[i], subsizes[i], starts[i]);
+        if s <= 0 {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("array_of_sizes[{i}]={s} must be positive"),
+            ));
+        }
+        if ss < 0 || ss > s {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("array_of_subsizes[{i}]={ss} is outside 0..={s} (array_of_sizes[{i}])"),
+            ));
+        }
+        if st < 0 || st > s - ss {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!(
+                    "array_of_starts[{i}]={st} is outside 0..={} (size {s} - subsize {ss})",
+                    s - ss
+                ),
+            ));
+        }
+    }
+    let o = get(old, "oldtype")?;
+    // dimensions from the fastest-varying one out
+    let dims: Vec<usize> = if order == MPI_ORDER_C {
+        (0..nd).rev().collect()
+    } else {
+        (0..nd).collect()
+    };
+    let mut l = o.layout.clone();
+    let mut stride = o.extent();
+    let mut offset: isize = 0;
+    for &d in &dims {
+        l = layout::repeat(&l, subsizes[d] as usize, stride)?;
+        offset = offset
+            .checked_add(mul(starts[d] as isize, stride, "array_of_starts x stride")?)
+            .ok_or_else(|| err(MPI_ERR_ARG, "subarray offset overflows"))?;
+        stride = mul(stride, sizes[d] as isize, "array size in bytes")?;
+    }
+    let mut b = Builder::new();
+    b.add(&l, offset, 1, 0)?;
+    let l = b.finish(false)?.resized(0, stride)?;
+    let mut ints = vec![ndims];
+    ints.extend_from_slice(&sizes[..nd]);
+    ints.extend_from_slice(&subsizes[..nd]);
+    ints.extend_from_slice(&starts[..nd]);
+    ints.push(order);
+    make(l, MPI_COMBINER_SUBARRAY, ints, vec![], vec![o])
+}
+
+// ---------------------------------------------------------------------------------------
+// Queries
+
+/// MPI_Type_get_envelope: (num_integers, num_addresses, num_datatypes, combiner).
+pub fn envelope(h: i32) -> MpiResult<(usize, usize, usize, i32)> {
+    let t = get(h, "datatype")?;
+    let e = &t.envelope;
+    Ok((e.ints.len(), e.addrs.len(), e.types.len(), e.combiner))
+}
+
+/// MPI_Type_get_contents: the integers, addresses and datatype handles the type was
+/// built from. Derived datatypes come back as new handles (to be freed by the caller)
+/// of the same type objects; predefined ones as themselves.
+pub fn contents(
+    h: i32,
+    max_ints: usize,
+    max_addrs: usize,
+    max_types: usize,
+) -> MpiResult<(Vec<i32>, Vec<isize>, Vec<i32>)> {
+    let t = get(h, "datatype")?;
+    let e = &t.envelope;
+    if e.combiner == MPI_COMBINER_NAMED {
+        return Err(err(
+            MPI_ERR_TYPE,
+            format!(
+                "datatype={} is predefined (combiner MPI_COMBINER_NAMED): it has no contents",
+                predefined::name_of(h)
+            ),
+        ));
+    }
+    for (have, need, what) in [
+        (max_ints, e.ints.len(), "max_integers"),
+        (max_addrs, e.addrs.len(), "max_addresses"),
+        (max_types, e.types.len(), "max_datatypes"),
+    ] {
+        if have < need {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("{what}={have} is smaller than the {need} the envelope reports"),
+            ));
+        }
+    }
+    let mut hs = Vec::with_capacity(e.types.len());
+    for c in &e.types {
+        match c.predefined {
+            Some(p) => hs.push(p.handle),
+            None => match register(c.clone()) {
+                Ok(nh) => hs.push(nh),
+                Err(x) => {
+                    for h in hs {
+                        let _ = free(h);
+                    }
+                    return Err(x);
+                }
+            },
+        }
+    }
+    Ok((e.ints.clone(), e.addrs.clone(), hs))
+}
+
+/// MPI_Type_get_name: the name set, or the standard name of a predefined type, or "".
+pub fn get_name(h: i32) -> MpiResult<String> {
+    Ok(get(h, "datatype")?.name())
+}
+
+/// MPI_Type_set_name.
+pub fn set_name(h: i32, name: &str) -> MpiResult<()> {
+    get(h, "datatype")?.set_name(name);
+    Ok(())
+}
+
+/// MPI_Type_match_size: the Fortran-sized predefined type of `class` and `size`.
+pub fn match_size(class: i32, size: i32) -> MpiResult<i32> {
+    let cands: &[i32] = match class {
+        MPI_TYPECLASS_REAL => &[MPI_REAL4, MPI_REAL8, MPI_REAL16],
+        MPI_TYPECLASS_INTEGER => &[MPI_INTEGER1, MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8],
+        MPI_TYPECLASS_COMPLEX => &[MPI_COMPLEX8, MPI_COMPLEX16, MPI_COMPLEX32],
+        _ => {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("typeclass={class} is not MPI_TYPECLASS_REAL, _INTEGER or _COMPLEX"),
+            ))
+        }
+    };
+    cands
+        .iter()
+        .copied()
+        .find(|&h| predefined::lookup(h).map(|p| p.size as i64) == Some(size as i64))
+        .ok_or_else(|| {
+            err(
+                MPI_ERR_ARG,
+                format!("no predefined type of typeclass {class} has size={size}"),
+            )
+        })
+}
+
+fn no_f90(what: &str) -> MpiError {
+    err(MPI_ERR_ARG, format!("no predefined type provides {what}"))
+}
+
+/// MPI_Type_create_f90_real (p, r may be MPI_UNDEFINED, but not both).
+pub fn f90_real(p: i32, r: i32) -> MpiResult<i32> {
+    if p == MPI_UNDEFINED && r == MPI_UNDEFINED {
+        return Err(err(MPI_ERR_ARG, "p and r are both MPI_UNDEFINED"));
+    }
+    let p = if p == MPI_UNDEFINED { 0 } else { p };
+    let r = if r == MPI_UNDEFINED { 0 } else { r };
+    if p < 0 || r < 0 {
+        return Err(err(MPI_ERR_ARG, format!("p={p}, r={r}: negative")));
+    }
+    if p <= 6 && r <= 37 {
+        Ok(MPI_REAL4)
+    } else if p <= 15 && r <= 307 {
+        Ok(MPI_REAL8)
+    } else if p <= 33 && r <= 4931 {
+        Ok(MPI_REAL16)
+    } else {
+        Err(no_f90(&format!("precision p={p} and range r={r}")))
+    }
+}
+
+/// MPI_Type_create_f90_complex: the complex type of the real kind f90_real picks.
+pub fn f90_complex(p: i32, r: i32) -> MpiResult<i32> {
+    Ok(match f90_real(p, r)? {
+        MPI_REAL4 => MPI_COMPLEX8,
+        MPI_REAL8 => MPI_COMPLEX16,
+        _ => MPI_COMPLEX32,
+    })
+}
+
+/// MPI_Type_create_f90_integer: the smallest INTEGERn with decimal range `r`.
+pub fn f90_integer(r: i32) -> MpiResult<i32> {
+    match r {
+        r if r < 0 => Err(err(MPI_ERR_ARG, format!("r={r} is negative"))),
+        0..=2 => Ok(MPI_INTEGER1),
+        3..=4 => Ok(MPI_INTEGER2),
+        5..=9 => Ok(MPI_INTEGER4),
+        10..=18 => Ok(MPI_INTEGER8),
+        _ => Err(no_f90(&format!("decimal range r={r}"))),
+    }
+}
+
+/// The element-index blocks (start, len) that process coordinate `r` of `p` owns in a
+/// dimension of `g` elements under distribution `distrib` with argument `darg`
+/// (MPI §4.1.4, MPI_Type_create_darray).
+fn darray_blocks(
+    i: usize,
+    g: i32,
+    distrib: i32,
+    darg: i32,
+    p: i32,
+    r: i32,
+) -> MpiResult<Vec<(usize, usize)>> {
+    let bad = |m: String| err(MPI_ERR_ARG, format!("dimension {i}: {m}"));
+    match distrib {
+        MPI_DISTRIBUTE_NONE => {
+            if p != 1 {
+                return Err(bad(format!(
+                    "MPI_DISTRIBUTE_NONE needs array_of_psizes[{i}]=1, not {p}"
+                )));
+            }
+            Ok(vec![(0, g as usize)])
+        }
+        MPI_DISTRIBUTE_BLOCK => {
+            let b = if darg == MPI_DISTRIBUTE_DFLT_DARG {
+                (g as i64 + p as i64 - 1) / p as i64
+            } else if darg <= 0 || (darg as i64) * (p as i64) < g as i64 {
+                return Err(bad(format!(
+                    "block size array_of_dargs[{i}]={darg} x {p} processes does not cover {g} elements"
+                )));
+            } else {
+                darg as i64
+            };
+            let lo = (r as i64 * b).min(g as i64);
+            let hi = ((r as i64 + 1) * b).min(g as i64);
+            Ok(vec![(lo as usize, (hi - lo) as usize)])
+        }
+        MPI_DISTRIBUTE_CYCLIC => {
+            let b = if darg == MPI_DISTRIBUTE_DFLT_DARG {
+                1
+            } else if darg <= 0 {
+                return Err(bad(format!("array_of_dargs[{i}]={darg} must be positive")));
+            } else {
+                darg as i64
+            };
+            let mut v = vec![];
+            let mut lo = r as i64 * b;
+            while lo < g as i64 {
+                v.push((lo as usize, (b.min(g as i64 - lo)) as usize));
+                lo += p as i64 * b;
+            }
+            Ok(v)
+        }
+        _ => Err(bad(format!(
+            "array_of_distribs[{i}]={distrib} is not MPI_DISTRIBUTE_BLOCK, _CYCLIC or _NONE"
+        ))),
+    }
+}
+
+/// MPI_Type_create_darray: the part of a `gsizes` array (in `order`) that process
+/// `rank` of a row-major `psizes` process grid owns; extent = the whole array.
+#[allow(clippy::too_many_arguments)]
+pub fn darray(
+    size: i32,
+    rank: i32,
+    ndims: i32,
+    gsizes: &[i32],
+    distribs: &[i32],
+    dargs: &[i32],
+    psizes: &[i32],
+    order: i32,
+    old: i32,
+) -> MpiResult<i32> {
+    if size <= 0 {
+        return Err(err(MPI_ERR_ARG, format!("size={size} must be positive")));
+    }
+    if rank < 0 || rank >= size {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("rank={rank} is outside 0..{size}"),
+        ));
+    }
+    if ndims <= 0 {
+        return Err(err(MPI_ERR_ARG, format!("ndims={ndims} must be positive")));
+    }
+    let nd = ndims as usize;
+    check_len(gsizes, nd, "array_of_gsizes")?;
+    check_len(distribs, nd, "array_of_distribs")?;
+    check_len(dargs, nd, "array_of_dargs")?;
+    check_len(psizes, nd, "array_of_psizes")?;
+    if order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("order={order} is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN"),
+        ));
+    }
+    let mut nprocs: i64 = 1;
+    for i in 0..nd {
+        if gsizes[i] <= 0 || psizes[i] <= 0 {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!(
+                    "array_of_gsizes[{i}]={} and array_of_psizes[{i}]={} must be positive",
+                    gsizes[i], psizes[i]
+                ),
+            ));
+        }
+        nprocs = nprocs.saturating_mul(psizes[i] as i64);
+    }
+    if nprocs != size as i64 {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("the process grid (array_of_psizes) has {nprocs} processes, size={size}"),
+        ));
+    }
+    // the process coordinates, row-major whatever `order`
+    let mut coords = vec![0i32; nd];
+    let mut rem = rank;
+    for i in (0..nd).rev() {
+        coords[i] = rem % psizes[i];
+        rem /= psizes[i];
+    }
+    let o = get(old, "oldtype")?;
+    let dims: Vec<usize> = if order == MPI_ORDER_C {
+        (0..nd).rev().collect()
+    } else {
+        (0..nd).collect()
+    };
+    let mut l = o.layout.clone();
+    let mut stride = o.extent();
+    for &d in &dims {
+        let blocks = darray_blocks(d, gsizes[d], distribs[d], dargs[d], psizes[d], coords[d])?;
+        let mut b = Builder::new();
+        for (start, len) in blocks {
+            b.add(
+                &l,
+                mul(start as isize, stride, "darray offset")?,
+                len,
+                stride,
+            )?;
+        }
+        l = b.finish(false)?;
+        stride = mul(stride, gsizes[d] as isize, "array size in bytes")?;
+    }
+    let l = l.resized(0, stride)?;
+    let mut ints = vec![size, rank, ndims];
+    ints.extend_from_slice(&gsizes[..nd]);
+    ints.extend_from_slice(&distribs[..nd]);
+    ints.extend_from_slice(&dargs[..nd]);
+    ints.extend_from_slice(&psizes[..nd]);
+    ints.push(order);
+    make(l, MPI_COMBINER_DARRAY, ints, vec![], vec![o])
+}

@@ -1,0 +1,462 @@
+//! MPI §4: derived datatypes, pack / unpack, addresses.
+use crate::abi::*;
+use crate::datatype::{self, derived};
+use crate::error::{err, MpiResult};
+use crate::ffi::c::p2p::CStatus;
+use crate::ffi::check;
+use crate::mpi_entry;
+use std::os::raw::{c_char, c_int, c_void};
+
+type Aint = isize;
+
+/// Checks the output handle pointer, then creates the type and stores its handle.
+fn new_type(out: *mut i32, make: impl FnOnce() -> MpiResult<i32>) -> MpiResult<()> {
+    crate::runtime::job()?;
+    if out.is_null() {
+        return Err(err(MPI_ERR_ARG, "newtype is NULL"));
+    }
+    let h = make()?;
+    check::out(out, h, "newtype")
+}
+
+/// An input array of `n` entries (none read when n <= 0).
+fn arr<'a, T>(p: *const T, n: c_int, arg: &str) -> MpiResult<&'a [T]> {
+    check::array(p, n.max(0) as usize, arg)
+}
+
+mpi_entry!(MPI_Type_contiguous, PMPI_Type_contiguous,
+    (count: c_int, oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || derived::contiguous(count, oldtype))
+});
+
+mpi_entry!(MPI_Type_vector, PMPI_Type_vector,
+    (count: c_int, blocklength: c_int, stride: c_int, oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || derived::vector(count, blocklength, stride, oldtype))
+});
+
+mpi_entry!(MPI_Type_create_hvector, PMPI_Type_create_hvector,
+    (count: c_int, blocklength: c_int, stride: Aint, oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || derived::hvector(count, blocklength, stride, oldtype))
+});
+
+mpi_entry!(MPI_Type_hvector, PMPI_Type_hvector,
+    (count: c_int, blocklength: c_int, stride: Aint, oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || derived::hvector(count, blocklength, stride, oldtype))
+});
+
+mpi_entry!(MPI_Type_indexed, PMPI_Type_indexed,
+    (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const c_int,
+     oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || {
+        let b = arr(array_of_blocklengths, count, "array_of_blocklengths")?;
+        let d = arr(array_of_displacements, count, "array_of_displacements")?;
+        derived::indexed(count, b, d, oldtype)
+    })
+});
+
+fn hindexed_entry(
+    count: c_int,
+    bls: *const c_int,
+    disps: *const Aint,
+    oldtype: i32,
+    newtype: *mut i32,
+) -> MpiResult<()> {
+    new_type(newtype, || {
+        let b = arr(bls, count, "array_of_blocklengths")?;
+        let d = arr(disps, count, "array_of_displacements")?;
+        derived::hindexed(count, b, d, oldtype)
+    })
+}
+
+mpi_entry!(MPI_Type_create_hindexed, PMPI_Type_create_hindexed,
+    (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const Aint,
+     oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    hindexed_entry(count, array_of_blocklengths, array_of_displacements, oldtype, newtype)
+});
+
+mpi_entry!(MPI_Type_hindexed, PMPI_Type_hindexed,
+    (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const Aint,
+     oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    hindexed_entry(count, array_of_blocklengths, array_of_displacements, oldtype, newtype)
+});
+
+mpi_entry!(MPI_Type_create_indexed_block, PMPI_Type_create_indexed_block,
+    (count: c_int, blocklength: c_int, array_of_displacements: *const c_int, oldtype: i32,
+     newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || {
+        let d = arr(array_of_displacements, count, "array_of_displacements")?;
+        derived::indexed_block(count, blocklength, d, oldtype)
+    })
+});
+
+mpi_entry!(MPI_Type_create_hindexed_block, PMPI_Type_create_hindexed_block,
+    (count: c_int, blocklength: c_int, array_of_displacements: *const Aint, oldtype: i32,
+     newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || {
+        let d = arr(array_of_displacements, count, "array_of_displacements")?;
+        derived::hindexed_block(count, blocklength, d, oldtype)
+    })
+});
+
+fn struct_entry(
+    count: c_int,
+    bls: *const c_int,
+    disps: *const Aint,
+    types: *const i32,
+    newtype: *mut i32,
+) -> MpiResult<()> {
+    new_type(newtype, || {
+        let b = arr(bls, count, "array_of_blocklengths")?;
+        let d = arr(disps, count, "array_of_displacements")?;
+        let t = arr(types, count, "array_of_types")?;
+        derived::structure(count, b, d, t)
+    })
+}
+
+mpi_entry!(MPI_Type_create_struct, PMPI_Type_create_struct,
+    (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const Aint,
+     array_of_types: *const i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    struct_entry(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype)
+});
+
+mpi_entry!(MPI_Type_struct, PMPI_Type_struct,
+    (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const Aint,
+     array_of_types: *const i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    struct_entry(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype)
+});
+
+mpi_entry!(MPI_Type_create_resized, PMPI_Type_create_resized,
+    (oldtype: i32, lb: Aint, extent: Aint, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || derived::resized(oldtype, lb, extent))
+});
+
+mpi_entry!(MPI_Type_create_subarray, PMPI_Type_create_subarray,
+    (ndims: c_int, array_of_sizes: *const c_int, array_of_subsizes: *const c_int,
+     array_of_starts: *const c_int, order: c_int, oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || {
+        let s = arr(array_of_sizes, ndims, "array_of_sizes")?;
+        let ss = arr(array_of_subsizes, ndims, "array_of_subsizes")?;
+        let st = arr(array_of_starts, ndims, "array_of_starts")?;
+        derived::subarray(ndims, s, ss, st, order, oldtype)
+    })
+});
+
+mpi_entry!(MPI_Type_create_darray, PMPI_Type_create_darray,
+    (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_int,
+     array_of_distribs: *const c_int, array_of_dargs: *const c_int,
+     array_of_psizes: *const c_int, order: c_int, oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || {
+        let g = arr(array_of_gsizes, ndims, "array_of_gsizes")?;
+        let d = arr(array_of_distribs, ndims, "array_of_distribs")?;
+        let a = arr(array_of_dargs, ndims, "array_of_dargs")?;
+        let p = arr(array_of_psizes, ndims, "array_of_psizes")?;
+        derived::darray(size, rank, ndims, g, d, a, p, order, oldtype)
+    })
+});
+
+mpi_entry!(MPI_Type_dup, PMPI_Type_dup, (oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || derived::dup(oldtype))
+});
+
+mpi_entry!(MPI_Type_commit, PMPI_Type_commit, (datatype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let h = check::inp(datatype, "datatype")?;
+    derived::commit(h)
+});
+
+mpi_entry!(MPI_Type_free, PMPI_Type_free, (datatype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let h = check::inp(datatype, "datatype")?;
+    derived::free(h)?;
+    check::out(datatype, MPI_DATATYPE_NULL, "datatype")
+});
+
+// ---------------------------------------------------------------------------------------
+// Size and bounds
+
+fn any_type(h: i32) -> MpiResult<datatype::TypeRef> {
+    crate::runtime::job()?;
+    derived::get(h, "datatype")
+}
+
+mpi_entry!(MPI_Type_size, PMPI_Type_size, (datatype: i32, size: *mut c_int),
+    errcomm = MPI_COMM_WORLD, {
+    let s = any_type(datatype)?.size();
+    let v = if s > i32::MAX as usize { MPI_UNDEFINED } else { s as c_int };
+    check::out(size, v, "size")
+});
+
+mpi_entry!(MPI_Type_size_x, PMPI_Type_size_x, (datatype: i32, size: *mut i64),
+    errcomm = MPI_COMM_WORLD, {
+    let s = any_type(datatype)?.size();
+    check::out(size, s as i64, "size")
+});
+
+fn extent_of(h: i32, lb: *mut Aint, extent: *mut Aint, truly: bool) -> MpiResult<()> {
+    let t = any_type(h)?;
+    let (l, e) = if truly {
+        (t.true_lb(), t.true_extent())
+    } else {
+        (t.lb(), t.extent())
+    };
+    check::out(lb, l, "lb")?;
+    check::out(extent, e, "extent")
+}
+
+mpi_entry!(MPI_Type_get_extent, PMPI_Type_get_extent,
+    (datatype: i32, lb: *mut Aint, extent: *mut Aint), errcomm = MPI_COMM_WORLD, {
+    extent_of(datatype, lb, extent, false)
+});
+
+mpi_entry!(MPI_Type_get_extent_x, PMPI_Type_get_extent_x,
+    (datatype: i32, lb: *mut i64, extent: *mut i64), errcomm = MPI_COMM_WORLD, {
+    extent_of(datatype, lb as *mut Aint, extent as *mut Aint, false)
+});
+
+mpi_entry!(MPI_Type_get_true_extent, PMPI_Type_get_true_extent,
+    (datatype: i32, true_lb: *mut Aint, true_extent: *mut Aint), errcomm = MPI_COMM_WORLD, {
+    extent_of(datatype, true_lb, true_extent, true)
+});
+
+mpi_entry!(MPI_Type_get_true_extent_x, PMPI_Type_get_true_extent_x,
+    (datatype: i32, true_lb: *mut i64, true_extent: *mut i64), errcomm = MPI_COMM_WORLD, {
+    extent_of(datatype, true_lb as *mut Aint, true_extent as *mut Aint, true)
+});
+
+mpi_entry!(MPI_Type_extent, PMPI_Type_extent, (datatype: i32, extent: *mut Aint),
+    errcomm = MPI_COMM_WORLD, {
+    let e = any_type(datatype)?.extent();
+    check::out(extent, e, "extent")
+});
+
+mpi_entry!(MPI_Type_lb, PMPI_Type_lb, (datatype: i32, displacement: *mut Aint),
+    errcomm = MPI_COMM_WORLD, {
+    let v = any_type(datatype)?.lb();
+    check::out(displacement, v, "displacement")
+});
+
+mpi_entry!(MPI_Type_ub, PMPI_Type_ub, (datatype: i32, displacement: *mut Aint),
+    errcomm = MPI_COMM_WORLD, {
+    let v = any_type(datatype)?.ub();
+    check::out(displacement, v, "displacement")
+});
+
+// ---------------------------------------------------------------------------------------
+// Envelope, contents, names, predefined-type lookups
+
+mpi_entry!(MPI_Type_get_envelope, PMPI_Type_get_envelope,
+    (datatype: i32, num_integers: *mut c_int, num_addresses: *mut c_int,
+     num_datatypes: *mut c_int, combiner: *mut c_int), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let (ni, na, nd, c) = derived::envelope(datatype)?;
+    check::out(num_integers, ni as c_int, "num_integers")?;
+    check::out(num_addresses, na as c_int, "num_addresses")?;
+    check::out(num_datatypes, nd as c_int, "num_datatypes")?;
+    check::out(combiner, c, "combiner")
+});
+
+mpi_entry!(MPI_Type_get_contents, PMPI_Type_get_contents,
+    (datatype: i32, max_integers: c_int, max_addresses: c_int, max_datatypes: c_int,
+     array_of_integers: *mut c_int, array_of_addresses: *mut Aint,
+     array_of_datatypes: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    for (v, what) in [(max_integers, "max_integers"), (max_addresses, "max_addresses"),
+                      (max_datatypes, "max_datatypes")] {
+        if v < 0 {
+            return Err(err(MPI_ERR_ARG, format!("{what}={v} is negative")));
+        }
+    }
+    let (ni, na, nd, _) = derived::envelope(datatype)?;
+    // check the output arrays before creating handles for the datatypes
+    let io = check::array_mut(array_of_integers, ni, "array_of_integers")?;
+    let ao = check::array_mut(array_of_addresses, na, "array_of_addresses")?;
+    let dout = check::array_mut(array_of_datatypes, nd, "array_of_datatypes")?;
+    let (i, a, d) = derived::contents(
+        datatype,
+        max_integers as usize,
+        max_addresses as usize,
+        max_datatypes as usize,
+    )?;
+    io.copy_from_slice(&i);
+    ao.copy_from_slice(&a);
+    dout.copy_from_slice(&d);
+    Ok(())
+});
+
+mpi_entry!(MPI_Type_get_name, PMPI_Type_get_name,
+    (datatype: i32, type_name: *mut c_char, resultlen: *mut c_int), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let name = derived::get_name(datatype)?;
+    if resultlen.is_null() {
+        return Err(err(MPI_ERR_ARG, "resultlen is NULL"));
+    }
+    let n = check::c_string(type_name, MPI_MAX_OBJECT_NAME as usize, &name, "type_name")?;
+    check::out(resultlen, n, "resultlen")
+});
+
+mpi_entry!(MPI_Type_set_name, PMPI_Type_set_name,
+    (datatype: i32, type_name: *const c_char), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    if type_name.is_null() {
+        return Err(err(MPI_ERR_ARG, "type_name is NULL"));
+    }
+    // SAFETY: a non-NULL type_name is a NUL-terminated C string per the standard.
+    let s = std::ffi::CStr::from_ptr(type_name).to_string_lossy();
+    let max = MPI_MAX_OBJECT_NAME as usize - 1;
+    let mut cut = s.len().min(max);
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    derived::set_name(datatype, &s[..cut])
+});
+
+mpi_entry!(MPI_Type_match_size, PMPI_Type_match_size,
+    (typeclass: c_int, size: c_int, datatype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let h = derived::match_size(typeclass, size)?;
+    check::out(datatype, h, "datatype")
+});
+
+mpi_entry!(MPI_Type_create_f90_real, PMPI_Type_create_f90_real,
+    (p: c_int, r: c_int, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || derived::f90_real(p, r))
+});
+
+mpi_entry!(MPI_Type_create_f90_complex, PMPI_Type_create_f90_complex,
+    (p: c_int, r: c_int, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || derived::f90_complex(p, r))
+});
+
+mpi_entry!(MPI_Type_create_f90_integer, PMPI_Type_create_f90_integer,
+    (r: c_int, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || derived::f90_integer(r))
+});
+
+// ---------------------------------------------------------------------------------------
+// Addresses
+
+mpi_entry!(MPI_Get_address, PMPI_Get_address, (location: *const c_void, address: *mut Aint),
+    errcomm = MPI_COMM_WORLD, {
+    check::out(address, location as Aint, "address")
+});
+
+mpi_entry!(MPI_Address, PMPI_Address, (location: *const c_void, address: *mut Aint),
+    errcomm = MPI_COMM_WORLD, {
+    check::out(address, location as Aint, "address")
+});
+
+/// MPI_Aint_add: base + disp as addresses (wrapping, as pointer arithmetic would).
+#[no_mangle]
+pub extern "C" fn PMPI_Aint_add(base: Aint, disp: Aint) -> Aint {
+    base.wrapping_add(disp)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Aint_add(base: Aint, disp: Aint) -> Aint {
+    PMPI_Aint_add(base, disp)
+}
+/// MPI_Aint_diff: addr1 - addr2.
+#[no_mangle]
+pub extern "C" fn PMPI_Aint_diff(addr1: Aint, addr2: Aint) -> Aint {
+    addr1.wrapping_sub(addr2)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Aint_diff(addr1: Aint, addr2: Aint) -> Aint {
+    PMPI_Aint_diff(addr1, addr2)
+}
+
+// ---------------------------------------------------------------------------------------
+// Pack / unpack
+
+fn packed_bytes(t: &datatype::Type, n: usize, count: c_int) -> MpiResult<usize> {
+    datatype::packed_size(t, n).ok_or_else(|| {
+        err(
+            MPI_ERR_COUNT,
+            format!("count={count} x size {} overflows", t.size()),
+        )
+    })
+}
+
+/// The position argument: `pos + bytes` must fit in `cap`.
+fn window(pos: c_int, bytes: usize, cap: c_int, capname: &str) -> MpiResult<usize> {
+    if pos < 0 {
+        return Err(err(MPI_ERR_ARG, format!("position={pos} is negative")));
+    }
+    if cap < 0 {
+        return Err(err(MPI_ERR_ARG, format!("{capname}={cap} is negative")));
+    }
+    let end = pos as usize + bytes;
+    if end > cap as usize {
+        return Err(err(
+            MPI_ERR_TRUNCATE,
+            format!("{bytes} packed bytes at position={pos} do not fit in {capname}={cap} bytes"),
+        ));
+    }
+    Ok(pos as usize)
+}
+
+mpi_entry!(MPI_Pack, PMPI_Pack,
+    (inbuf: *const c_void, incount: c_int, datatype: i32, outbuf: *mut c_void, outsize: c_int,
+     position: *mut c_int, comm: i32), errcomm = comm, {
+    check::comm(comm)?;
+    let n = check::count(incount, "incount")?;
+    let t = datatype::lookup_arg(datatype, "datatype")?;
+    let bytes = packed_bytes(&t, n, incount)?;
+    let pos = window(check::inp(position, "position")?, bytes, outsize, "outsize")?;
+    if bytes > 0 {
+        let out = check::array_mut(outbuf as *mut u8, pos + bytes, "outbuf")?;
+        // SAFETY: inbuf (possibly MPI_BOTTOM with absolute displacements) holds `incount`
+        // instances of `datatype` per the standard; `out` is the caller's outbuf.
+        datatype::pack(&t, n, inbuf as *const u8, &mut out[pos..], 0);
+    }
+    check::out(position, (pos + bytes) as c_int, "position")
+});
+
+mpi_entry!(MPI_Unpack, PMPI_Unpack,
+    (inbuf: *const c_void, insize: c_int, position: *mut c_int, outbuf: *mut c_void,
+     outcount: c_int, datatype: i32, comm: i32), errcomm = comm, {
+    check::comm(comm)?;
+    let n = check::count(outcount, "outcount")?;
+    let t = datatype::lookup_arg(datatype, "datatype")?;
+    let bytes = packed_bytes(&t, n, outcount)?;
+    let pos = window(check::inp(position, "position")?, bytes, insize, "insize")?;
+    if bytes > 0 {
+        let inp = check::array(inbuf as *const u8, pos + bytes, "inbuf")?;
+        // SAFETY: outbuf (possibly MPI_BOTTOM with absolute displacements) has room for
+        // `outcount` instances of `datatype` per the standard, and does not overlap inbuf.
+        datatype::unpack(&t, n, outbuf as *mut u8, &inp[pos..], 0);
+    }
+    check::out(position, (pos + bytes) as c_int, "position")
+});
+
+mpi_entry!(MPI_Pack_size, PMPI_Pack_size,
+    (incount: c_int, datatype: i32, comm: i32, size: *mut c_int), errcomm = comm, {
+    check::comm(comm)?;
+    let n = check::count(incount, "incount")?;
+    let t = datatype::lookup_arg(datatype, "datatype")?;
+    let bytes = packed_bytes(&t, n, incount)?;
+    if bytes > i32::MAX as usize {
+        return Err(err(
+            MPI_ERR_COUNT,
+            format!("incount={incount}: {bytes} packed bytes do not fit in an int"),
+        ));
+    }
+    check::out(size, bytes as c_int, "size")
+});
+
+// ---------------------------------------------------------------------------------------
+// Elements of a received message
+
+mpi_entry!(MPI_Get_elements_x, PMPI_Get_elements_x,
+    (status: *const CStatus, datatype: i32, count: *mut i64), errcomm = MPI_COMM_WORLD, {
+    let st = check::inp(status, "status")?;
+    let t = datatype::lookup_arg(datatype, "datatype")?;
+    let n = datatype::get_elements(&t, st.count_bytes())
+        .map_or(MPI_UNDEFINED as i64, |n| n as i64);
+    check::out(count, n, "count")
+});
