@@ -14,6 +14,7 @@
 
 pub mod c;
 pub mod check;
+pub mod typed;
 
 use crate::error::{MpiError, MpiResult};
 use std::os::raw::c_int;

@@ -72,3 +72,42 @@ impl UserBuf {
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 }
+
+/// A receive into a non-contiguous datatype: the message lands packed in `tmp` and is
+/// unpacked into the user's buffer when the receive completes.
+pub struct Unpack {
+    pub ty: crate::datatype::TypeRef,
+    pub count: usize,
+    origin: *mut u8,
+    pub tmp: Vec<u8>,
+}
+
+// SAFETY: the origin is the MPI caller's receive buffer, valid until the request
+// completes; it is only written when the request completes.
+unsafe impl Send for Unpack {}
+
+impl Unpack {
+    /// # Safety
+    /// `origin` must be the address of a receive buffer that holds `count` instances
+    /// of `ty` and stays valid until the receive completes.
+    pub unsafe fn new(ty: crate::datatype::TypeRef, count: usize, origin: *mut u8) -> Unpack {
+        let n = ty.size() * count;
+        Unpack { ty, count, origin, tmp: vec![0u8; n] }
+    }
+    /// The packed staging buffer the message is received into.
+    pub fn target(&mut self) -> UserBuf {
+        UserBuf {
+            ptr: self.tmp.as_mut_ptr(),
+            len: self.tmp.len(),
+        }
+    }
+    /// Unpacks the first `received` bytes into the user's buffer.
+    pub fn finish(&self, received: usize) {
+        let n = received.min(self.tmp.len());
+        if n > 0 {
+            // SAFETY: `new`'s contract: the origin holds `count` instances; a prefix of
+            // the packed stream touches only bytes of those instances.
+            unsafe { crate::datatype::unpack(&self.ty, self.count, self.origin, &self.tmp[..n], 0) };
+        }
+    }
+}

@@ -133,6 +133,8 @@ struct RecvReq {
     buf: UserBuf,
     stage: RecvStage,
     comm_src: i32, // source rank as the user sees it, once matched
+    /// For a non-contiguous datatype: where the packed message goes, unpacked at the end.
+    unpack: Option<Box<buf::Unpack>>,
 }
 
 enum ReqKind {
@@ -372,6 +374,9 @@ impl Engine {
                 let n = len.min(cap);
                 r.buf.write_at(0, &bytes[..n]);
                 r.stage = RecvStage::Done;
+                if let Some(u) = &r.unpack {
+                    u.finish(n);
+                }
                 req.complete = true;
                 req.status = Status {
                     source: comm_src,
@@ -451,6 +456,9 @@ impl Engine {
             }
             let (len, cap) = (*len, cap);
             r.stage = RecvStage::Done;
+            if let Some(u) = &r.unpack {
+                u.finish(len.min(cap));
+            }
             let req = self.req(id);
             req.complete = true;
             req.status.count_bytes = len.min(cap) as u64;
@@ -700,6 +708,23 @@ pub fn isend(
 
 /// Posts a receive into `buf` from rank `source` (or MPI_ANY_SOURCE) of `comm`.
 pub fn irecv(comm: &std::sync::Arc<Comm>, buf: UserBuf, source: i32, tag: i32) -> MpiResult<ReqId> {
+    irecv_into(comm, RecvInto::Bytes(buf), source, tag)
+}
+
+/// Where a receive puts the message.
+pub enum RecvInto {
+    /// Contiguous bytes.
+    Bytes(UserBuf),
+    /// A non-contiguous datatype, through a packed staging buffer.
+    Typed(Box<buf::Unpack>),
+}
+
+/// Posts a receive (see [`irecv`]) into a contiguous buffer or a datatype's layout.
+pub fn irecv_into(comm: &std::sync::Arc<Comm>, into: RecvInto, source: i32, tag: i32) -> MpiResult<ReqId> {
+    let (buf, unpack) = match into {
+        RecvInto::Bytes(b) => (b, None),
+        RecvInto::Typed(mut u) => (u.target(), Some(u)),
+    };
     with_engine(|e, job| {
         if source == MPI_PROC_NULL {
             return e.alloc(Req {
@@ -721,6 +746,7 @@ pub fn irecv(comm: &std::sync::Arc<Comm>, buf: UserBuf, source: i32, tag: i32) -
             buf,
             stage: RecvStage::Posted,
             comm_src: MPI_ANY_SOURCE,
+            unpack,
         };
         let id = e.alloc(Req {
             kind: ReqKind::Recv(r),
@@ -880,6 +906,7 @@ pub fn iprobe(comm: &std::sync::Arc<Comm>, source: i32, tag: i32) -> MpiResult<O
             buf: UserBuf::empty(),
             stage: RecvStage::Posted,
             comm_src: 0,
+            unpack: None,
         };
         e.unexpected
             .iter()

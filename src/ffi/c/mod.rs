@@ -1,6 +1,7 @@
 //! C entry points, grouped as the standard's chapters.
 pub mod coll;
 pub mod coll_inter;
+pub mod coll_move;
 pub mod comm;
 pub mod convert;
 pub mod datatype;

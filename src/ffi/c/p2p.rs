@@ -101,10 +101,10 @@ fn send_args(
     let t = check::datatype(dt, "datatype")?;
     check::rank(dest, c.peer_size(), "dest", &[MPI_PROC_NULL])?;
     check::send_tag(tag)?;
-    let b = check::buffer(buf, check::span(&t, n)?, "buf")?;
+    let data = crate::ffi::typed::send_data(buf, n, &t, "buf")?;
     Ok(SendArgs {
         comm: c,
-        data: SendData::User(b),
+        data,
         dest,
         tag,
     })
@@ -182,7 +182,7 @@ fn recv_args(
     source: c_int,
     tag: c_int,
     comm: i32,
-) -> MpiResult<(std::sync::Arc<crate::comm::Comm>, crate::p2p::UserBuf)> {
+) -> MpiResult<(std::sync::Arc<crate::comm::Comm>, crate::p2p::RecvInto)> {
     let c = check::comm(comm)?;
     let n = check::count(count, "count")?;
     let t = check::datatype(dt, "datatype")?;
@@ -193,13 +193,13 @@ fn recv_args(
         &[MPI_PROC_NULL, MPI_ANY_SOURCE],
     )?;
     check::recv_tag(tag)?;
-    let b = check::buffer(buf, check::span(&t, n)?, "buf")?;
+    let b = crate::ffi::typed::recv_into(buf, n, &t, "buf")?;
     Ok((c, b))
 }
 
 mpi_entry!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: i32, source: c_int, tag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
     let (c, b) = recv_args(buf, count, datatype, source, tag, comm)?;
-    let id = p2p::irecv(&c, b, source, tag)?;
+    let id = p2p::irecv_into(&c, b, source, tag)?;
     let st = p2p::wait(id)?;
     put_status(status, &st);
     status_error(&st)
@@ -210,7 +210,7 @@ mpi_entry!(MPI_Irecv, PMPI_Irecv, (buf: *mut c_void, count: c_int, datatype: i32
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
     let (c, b) = recv_args(buf, count, datatype, source, tag, comm)?;
-    let id = p2p::irecv(&c, b, source, tag)?;
+    let id = p2p::irecv_into(&c, b, source, tag)?;
     check::out(request, req_handle(id), "request")
 });
 
@@ -231,7 +231,7 @@ fn sendrecv(
 ) -> MpiResult<()> {
     let a = send_args(sendbuf, sendcount, sendtype, dest, sendtag, comm)?;
     let (c, b) = recv_args(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
-    let rid = p2p::irecv(&c, b, source, recvtag)?;
+    let rid = p2p::irecv_into(&c, b, source, recvtag)?;
     let sid = start_send(a, Mode::Standard)?;
     let st = p2p::wait(rid)?;
     p2p::wait(sid)?;
@@ -245,10 +245,14 @@ mpi_entry!(MPI_Sendrecv, PMPI_Sendrecv, (sendbuf: *const c_void, sendcount: c_in
 
 mpi_entry!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, (buf: *mut c_void, count: c_int, datatype: i32, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
     let a = send_args(buf, count, datatype, dest, sendtag, comm)?;
+    // The outgoing data must be copied before the incoming message overwrites it.
+    let copy = match a.data {
+        SendData::User(b) => SendData::Owned(b.as_slice().to_vec()),
+        owned => owned,
+    };
     let (c, b) = recv_args(buf, count, datatype, source, recvtag, comm)?;
-    let copy = SendData::Owned(b.as_slice().to_vec());
     let sid = p2p::isend(&a.comm, copy, a.dest, a.tag, Mode::Standard)?;
-    let rid = p2p::irecv(&c, b, source, recvtag)?;
+    let rid = p2p::irecv_into(&c, b, source, recvtag)?;
     let st = p2p::wait(rid)?;
     p2p::wait(sid)?;
     put_status(status, &st);
@@ -623,7 +627,11 @@ mpi_entry!(MPI_Get_count, PMPI_Get_count, (status: *const CStatus, datatype: i32
 });
 
 mpi_entry!(MPI_Get_elements, PMPI_Get_elements, (status: *const CStatus, datatype: i32, count: *mut c_int), errcomm = MPI_COMM_WORLD, {
-    // For predefined datatypes the basic elements are the elements themselves.
-    let n = count_of(status, datatype)?;
+    let st = check::inp(status, "status")?;
+    let t = crate::datatype::lookup_arg(datatype, "datatype")?;
+    let n = match crate::datatype::get_elements(&t, st.count_bytes()) {
+        Some(n) if n <= i32::MAX as u64 => n as c_int,
+        _ => MPI_UNDEFINED,
+    };
     check::out(count, n, "count")
 });

@@ -1,0 +1,331 @@
+//! The data-movement collectives at the C boundary: MPI_Bcast, Gather(v), Scatter(v),
+//! Allgather(v), Alltoall(v, w), on intra- and intercommunicators.
+//!
+//! Each side of an operation is described per peer as (count, byte displacement,
+//! datatype); every piece is staged (ffi/typed.rs): contiguous pieces are the user's own
+//! bytes, others travel packed and are unpacked at the end. Pieces are indexed by
+//! channel member (coll/gather.rs), which for an intercommunicator maps remote rank k to
+//! the remote group's channel positions.
+use super::coll_inter::{role, Role};
+use crate::abi::*;
+use crate::coll::gather::{self, Piece};
+use crate::coll::Chan;
+use crate::comm::Comm;
+use crate::error::{err, MpiResult};
+use crate::ffi::check::{self, is_in_place, TypeInfo};
+use crate::ffi::typed::{offset, Stage};
+use crate::mpi_entry;
+use crate::p2p::UserBuf;
+use std::os::raw::{c_int, c_void};
+use std::sync::Arc;
+
+/// One side of a v/w collective: per peer, (count, byte displacement, datatype).
+struct Side(Vec<(usize, isize, TypeInfo)>);
+
+fn uniform(count: c_int, dt: i32, m: usize, what: &str) -> MpiResult<Side> {
+    let t = check::datatype(dt, &format!("{what}type"))?;
+    let n = check::count(count, &format!("{what}count"))?;
+    let stride = check::span(&t, n)? as isize;
+    Ok(Side((0..m).map(|k| (n, k as isize * stride, t)).collect()))
+}
+
+fn vside(counts: *const c_int, displs: *const c_int, dt: i32, m: usize, what: &str) -> MpiResult<Side> {
+    let t = check::datatype(dt, &format!("{what}type"))?;
+    let c = check::array(counts, m, &format!("{what}counts"))?;
+    let d = check::array(displs, m, "displs")?;
+    (0..m)
+        .map(|k| Ok((check::count(c[k], &format!("{what}counts[{k}]"))?, d[k] as isize * t.extent as isize, t)))
+        .collect::<MpiResult<_>>()
+        .map(Side)
+}
+
+fn wside(counts: *const c_int, displs: *const c_int, types: *const i32, m: usize, what: &str) -> MpiResult<Side> {
+    let c = check::array(counts, m, &format!("{what}counts"))?;
+    let d = check::array(displs, m, &format!("{what}displs"))?;
+    let ty = check::array(types, m, &format!("{what}types"))?;
+    (0..m)
+        .map(|k| {
+            let t = check::datatype(ty[k], &format!("{what}types[{k}]"))?;
+            Ok((check::count(c[k], &format!("{what}counts[{k}]"))?, d[k] as isize, t))
+        })
+        .collect::<MpiResult<_>>()
+        .map(Side)
+}
+
+fn whole(b: UserBuf) -> Piece {
+    Piece { buf: b, off: 0, len: b.len() }
+}
+
+/// Stages every piece of `side` at `base` as inputs (`out = false`) or outputs, placing
+/// peer k's piece at channel index `chan(k)` of an `n`-entry vector; `skip` leaves one
+/// peer out (in place).
+fn stage_side(st: &mut Stage, base: *const c_void, side: &Side, out: bool, n: usize, chan: &dyn Fn(usize) -> usize, skip: Option<usize>, arg: &str) -> MpiResult<Vec<Piece>> {
+    let mut v = vec![Piece::none(); n];
+    for (k, &(count, disp, t)) in side.0.iter().enumerate() {
+        if Some(k) == skip {
+            continue;
+        }
+        let p = offset(base, disp);
+        let b = if out { st.output(p, count, &t, arg)? } else { st.input(p, count, &t, arg)? };
+        v[chan(k)] = whole(b);
+    }
+    Ok(v)
+}
+
+fn local(c: &Comm) -> impl Fn(usize) -> usize + '_ {
+    move |k| c.chan_of_local(k)
+}
+fn remote(c: &Comm) -> impl Fn(usize) -> usize + '_ {
+    move |k| c.chan_of_remote(k)
+}
+
+// ---------------------------------------------------------------- Bcast
+
+mpi_entry!(MPI_Bcast, PMPI_Bcast, (buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, comm: i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    let mut st = Stage::default();
+    if c.is_inter() {
+        let r = role(&c, root)?;
+        let (buf, is_root, receive) = match r {
+            Role::Root => (st.input(buffer, check::count(count, "count")?, &check::datatype(datatype, "datatype")?, "buffer")?, true, false),
+            Role::Peer(_) => (st.output(buffer, check::count(count, "count")?, &check::datatype(datatype, "datatype")?, "buffer")?, false, true),
+            Role::Idle => (UserBuf::empty(), false, false),
+        };
+        let ch = Chan::new(&c)?;
+        let root_chan = find_root(&ch, is_root)?;
+        if let Role::Peer(r) = r {
+            if c.chan_of_remote(r) != root_chan {
+                return Err(err(MPI_ERR_ROOT, format!("root={r} is not the remote process that passed MPI_ROOT")));
+            }
+        }
+        crate::coll::bcast::bcast_inter(&c, buf, root_chan, receive)?;
+        return st.finish();
+    }
+    let n = check::count(count, "count")?;
+    let t = check::datatype(datatype, "datatype")?;
+    let root = check::root(root, &c)?;
+    let b = if c.rank == root { st.input(buffer, n, &t, "buffer")? } else { st.output(buffer, n, &t, "buffer")? };
+    crate::coll::bcast::bcast(&c, b, root)?;
+    st.finish()
+});
+
+/// Finds the channel index of the process that passed MPI_ROOT (one step).
+pub fn find_root(ch: &Chan, me_root: bool) -> MpiResult<usize> {
+    ch.put_args(&[me_root as u64]);
+    ch.step()?;
+    (0..ch.n)
+        .find(|&i| ch.peer_args(i, 0) == 1)
+        .ok_or_else(|| err(MPI_ERR_ROOT, "no process passed root=MPI_ROOT"))
+}
+
+// ---------------------------------------------------------------- Gather(v), Allgather(v)
+
+/// Gather-like: `recv` (if this process receives) per peer; `send` this process's piece.
+fn gather_like(c: &Arc<Comm>, sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recv: Option<Side>, root: Option<c_int>, vary: bool) -> MpiResult<()> {
+    let n = c.chan_members.len();
+    let mut st = Stage::default();
+    if c.is_inter() {
+        // Rooted: the root receives from the remote group; allgather: everyone does.
+        let (sends, receives) = match root {
+            Some(r) => match role(c, r)? {
+                Role::Root => (false, true),
+                Role::Idle => (false, false),
+                Role::Peer(_) => (true, false),
+            },
+            None => (true, true),
+        };
+        let send = if sends {
+            if is_in_place(sendbuf) {
+                return Err(err(MPI_ERR_BUFFER, "sendbuf is MPI_IN_PLACE, which intercommunicator collectives do not allow"));
+            }
+            whole(st.input(sendbuf, check::count(sendcount, "sendcount")?, &check::datatype(sendtype, "sendtype")?, "sendbuf")?)
+        } else {
+            Piece::none()
+        };
+        let rv = match (receives, &recv) {
+            (true, Some(side)) => stage_side(&mut st, recvbuf, side, true, n, &remote(c), None, "recvbuf")?,
+            _ => vec![Piece::none(); n],
+        };
+        gather::by_sender(c, send, &rv, true)?;
+        return st.finish();
+    }
+    let me = c.rank;
+    let receives = root.is_none_or(|r| r as usize == me);
+    let in_place = is_in_place(sendbuf);
+    if in_place && !receives {
+        return Err(err(MPI_ERR_BUFFER, format!("sendbuf is MPI_IN_PLACE on rank {me}, which is not the root")));
+    }
+    let side = recv.unwrap_or(Side(Vec::new()));
+    let send = if in_place {
+        if root.is_none() {
+            // Allgather in place: my contribution is at my place in recvbuf.
+            let (cnt, disp, t) = side.0[me];
+            whole(st.input(offset(recvbuf, disp), cnt, &t, "recvbuf")?)
+        } else {
+            Piece::none()
+        }
+    } else {
+        whole(st.input(sendbuf, check::count(sendcount, "sendcount")?, &check::datatype(sendtype, "sendtype")?, "sendbuf")?)
+    };
+    let rv = if receives {
+        stage_side(&mut st, recvbuf, &side, true, n, &local(c), in_place.then_some(me), "recvbuf")?
+    } else {
+        vec![Piece::none(); n]
+    };
+    gather::by_sender(c, send, &rv, vary)?;
+    st.finish()
+}
+
+/// The receive side of a rooted gather, significant only where this process receives.
+fn root_recv<F: FnOnce(usize) -> MpiResult<Side>>(c: &Comm, root: c_int, make: F) -> MpiResult<Option<Side>> {
+    let receives = if c.is_inter() { root == MPI_ROOT } else { check::root(root, c)? == c.rank };
+    if receives {
+        make(c.peer_size()).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+mpi_entry!(MPI_Gather, PMPI_Gather, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    let recv = root_recv(&c, root, |m| uniform(recvcount, recvtype, m, "recv"))?;
+    gather_like(&c, sendbuf, sendcount, sendtype, recvbuf, recv, Some(root), false)
+});
+
+mpi_entry!(MPI_Gatherv, PMPI_Gatherv, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: i32, root: c_int, comm: i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    let recv = root_recv(&c, root, |m| vside(recvcounts, displs, recvtype, m, "recv"))?;
+    gather_like(&c, sendbuf, sendcount, sendtype, recvbuf, recv, Some(root), true)
+});
+
+mpi_entry!(MPI_Allgather, PMPI_Allgather, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, comm: i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    let recv = uniform(recvcount, recvtype, c.peer_size(), "recv")?;
+    gather_like(&c, sendbuf, sendcount, sendtype, recvbuf, Some(recv), None, c.is_inter())
+});
+
+mpi_entry!(MPI_Allgatherv, PMPI_Allgatherv, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: i32, comm: i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    let recv = vside(recvcounts, displs, recvtype, c.peer_size(), "recv")?;
+    gather_like(&c, sendbuf, sendcount, sendtype, recvbuf, Some(recv), None, true)
+});
+
+// ---------------------------------------------------------------- Scatter(v)
+
+fn scatter_like(c: &Arc<Comm>, sendbuf: *const c_void, send: Option<Side>, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, vary: bool) -> MpiResult<()> {
+    let n = c.chan_members.len();
+    let mut st = Stage::default();
+    if c.is_inter() {
+        let r = role(c, root)?;
+        let sv = match (&r, &send) {
+            (Role::Root, Some(side)) => stage_side(&mut st, sendbuf, side, false, n, &remote(c), None, "sendbuf")?,
+            _ => vec![Piece::none(); n],
+        };
+        let rv = if let Role::Peer(_) = r {
+            if is_in_place(recvbuf) {
+                return Err(err(MPI_ERR_BUFFER, "recvbuf is MPI_IN_PLACE, which intercommunicator collectives do not allow"));
+            }
+            whole(st.output(recvbuf, check::count(recvcount, "recvcount")?, &check::datatype(recvtype, "recvtype")?, "recvbuf")?)
+        } else {
+            Piece::none()
+        };
+        let ch = Chan::new(c)?;
+        let root_chan = find_root(&ch, matches!(r, Role::Root))?;
+        gather::scatter(c, root_chan, &sv, rv, true)?;
+        return st.finish();
+    }
+    let me = c.rank;
+    let root = check::root(root, c)?;
+    let in_place = is_in_place(recvbuf);
+    if in_place && me != root {
+        return Err(err(MPI_ERR_BUFFER, format!("recvbuf is MPI_IN_PLACE on rank {me}, which is not the root")));
+    }
+    let sv = match &send {
+        Some(side) if me == root => stage_side(&mut st, sendbuf, side, false, n, &local(c), in_place.then_some(me), "sendbuf")?,
+        _ => vec![Piece::none(); n],
+    };
+    let rv = if in_place {
+        Piece::none()
+    } else {
+        whole(st.output(recvbuf, check::count(recvcount, "recvcount")?, &check::datatype(recvtype, "recvtype")?, "recvbuf")?)
+    };
+    gather::scatter(c, root, &sv, rv, vary)?;
+    st.finish()
+}
+
+/// The send side of a rooted scatter, significant only at the root.
+fn root_send<F: FnOnce(usize) -> MpiResult<Side>>(c: &Comm, root: c_int, make: F) -> MpiResult<Option<Side>> {
+    root_recv(c, root, make)
+}
+
+mpi_entry!(MPI_Scatter, PMPI_Scatter, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    let send = root_send(&c, root, |m| uniform(sendcount, sendtype, m, "send"))?;
+    scatter_like(&c, sendbuf, send, recvbuf, recvcount, recvtype, root, false)
+});
+
+mpi_entry!(MPI_Scatterv, PMPI_Scatterv, (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    let send = root_send(&c, root, |m| vside(sendcounts, displs, sendtype, m, "send"))?;
+    scatter_like(&c, sendbuf, send, recvbuf, recvcount, recvtype, root, true)
+});
+
+// ---------------------------------------------------------------- Alltoall(v, w)
+
+fn alltoall_like(c: &Arc<Comm>, sendbuf: *const c_void, send: Option<Side>, recvbuf: *mut c_void, recv: Side, vary: bool) -> MpiResult<()> {
+    let n = c.chan_members.len();
+    let mut st = Stage::default();
+    let chan: Box<dyn Fn(usize) -> usize> = if c.is_inter() { Box::new(remote(c)) } else { Box::new(local(c)) };
+    let in_place = is_in_place(sendbuf);
+    if in_place && c.is_inter() {
+        return Err(err(MPI_ERR_BUFFER, "sendbuf is MPI_IN_PLACE, which intercommunicator collectives do not allow"));
+    }
+    let skip = in_place.then_some(c.rank);
+    // In place: what goes to peer j is what recvbuf holds at j's place, copied (staged
+    // or read chunk by chunk before any chunk is written back).
+    let sv = match &send {
+        Some(side) if !in_place => stage_side(&mut st, sendbuf, side, false, n, &*chan, None, "sendbuf")?,
+        _ => {
+            let mut v = vec![Piece::none(); n];
+            for (k, &(count, disp, t)) in recv.0.iter().enumerate() {
+                if Some(k) != skip {
+                    // Always a private copy: the receive side writes the same bytes.
+                    let mut packed = crate::ffi::typed::pack_vec(offset(recvbuf, disp), count, &t, "recvbuf")?;
+                    // SAFETY: the vector moves into the stage, whose lifetime covers the
+                    // collective; its heap block does not move.
+                    let b = unsafe { UserBuf::new(packed.as_mut_ptr(), packed.len()) };
+                    st.keep(packed);
+                    v[chan(k)] = whole(b);
+                }
+            }
+            v
+        }
+    };
+    let rv = stage_side(&mut st, recvbuf, &recv, true, n, &*chan, skip, "recvbuf")?;
+    gather::alltoall(c, &sv, &rv, vary)?;
+    st.finish()
+}
+
+mpi_entry!(MPI_Alltoall, PMPI_Alltoall, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, comm: i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    let m = c.peer_size();
+    let recv = uniform(recvcount, recvtype, m, "recv")?;
+    let send = if is_in_place(sendbuf) { None } else { Some(uniform(sendcount, sendtype, m, "send")?) };
+    alltoall_like(&c, sendbuf, send, recvbuf, recv, c.is_inter())
+});
+
+mpi_entry!(MPI_Alltoallv, PMPI_Alltoallv, (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: i32, comm: i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    let m = c.peer_size();
+    let recv = vside(recvcounts, rdispls, recvtype, m, "recv")?;
+    let send = if is_in_place(sendbuf) { None } else { Some(vside(sendcounts, sdispls, sendtype, m, "send")?) };
+    alltoall_like(&c, sendbuf, send, recvbuf, recv, true)
+});
+
+mpi_entry!(MPI_Alltoallw, PMPI_Alltoallw, (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const i32, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const i32, comm: i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    let m = c.peer_size();
+    let recv = wside(recvcounts, rdispls, recvtypes, m, "recv")?;
+    let send = if is_in_place(sendbuf) { None } else { Some(wside(sendcounts, sdispls, sendtypes, m, "send")?) };
+    alltoall_like(&c, sendbuf, send, recvbuf, recv, true)
+});
