@@ -17,19 +17,32 @@ fn lookup(t: &TypeInfo) -> MpiResult<crate::datatype::TypeRef> {
 /// may not.
 fn check_base(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<()> {
     if check::is_in_place(p) {
-        return Err(err(MPI_ERR_BUFFER, format!("{arg} is MPI_IN_PLACE, which this call does not allow here")));
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("{arg} is MPI_IN_PLACE, which this call does not allow here"),
+        ));
     }
-    if p.is_null() && count > 0 && t.size > 0 && crate::datatype::predefined::lookup(t.handle).is_some() {
-        return Err(err(MPI_ERR_BUFFER, format!("{arg} is NULL but holds {count} elements")));
+    if p.is_null()
+        && count > 0
+        && t.size > 0
+        && crate::datatype::predefined::lookup(t.handle).is_some()
+    {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("{arg} is NULL but holds {count} elements"),
+        ));
     }
     Ok(())
 }
 
 /// Bytes of the packed stream of `count` instances.
 pub fn packed_len(t: &TypeInfo, count: usize) -> MpiResult<usize> {
-    count
-        .checked_mul(t.size)
-        .ok_or_else(|| err(MPI_ERR_COUNT, format!("count={count} x size {} overflows", t.size)))
+    count.checked_mul(t.size).ok_or_else(|| {
+        err(
+            MPI_ERR_COUNT,
+            format!("count={count} x size {} overflows", t.size),
+        )
+    })
 }
 
 /// Packs `count` instances at `p` into a new vector.
@@ -59,7 +72,11 @@ pub fn unpack_into(p: *mut c_void, count: usize, t: &TypeInfo, data: &[u8]) -> M
 /// What a send of `count` instances at `p` transmits.
 pub fn send_data(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<SendData> {
     if t.contiguous {
-        return Ok(SendData::User(check::buffer(p, packed_len(t, count)?, arg)?));
+        return Ok(SendData::User(check::buffer(
+            p,
+            packed_len(t, count)?,
+            arg,
+        )?));
     }
     Ok(SendData::Owned(pack_vec(p, count, t, arg)?))
 }
@@ -67,12 +84,18 @@ pub fn send_data(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> Mpi
 /// Where a receive of `count` instances at `p` puts the message.
 pub fn recv_into(p: *mut c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<RecvInto> {
     if t.contiguous {
-        return Ok(RecvInto::Bytes(check::buffer(p, packed_len(t, count)?, arg)?));
+        return Ok(RecvInto::Bytes(check::buffer(
+            p,
+            packed_len(t, count)?,
+            arg,
+        )?));
     }
     check_base(p, count, t, arg)?;
     let ty = lookup(t)?;
     // SAFETY: the MPI caller keeps the receive buffer valid until the request completes.
-    Ok(RecvInto::Typed(Box::new(unsafe { Unpack::new(ty, count, p as *mut u8) })))
+    Ok(RecvInto::Typed(Box::new(unsafe {
+        Unpack::new(ty, count, p as *mut u8)
+    })))
 }
 
 /// Staging for collectives: packed copies of non-contiguous inputs, and staging buffers
@@ -81,11 +104,19 @@ pub fn recv_into(p: *mut c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiRe
 pub struct Stage {
     bufs: Vec<Vec<u8>>,
     unpacks: Vec<(usize, *mut c_void, usize, TypeInfo)>,
+    /// Output images (buffer index, user address, count, type) copied back at the end.
+    images: Vec<(usize, *mut c_void, usize, TypeInfo)>,
 }
 
 impl Stage {
     /// The bytes `count` instances at `p` contribute (packed if not contiguous).
-    pub fn input(&mut self, p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<UserBuf> {
+    pub fn input(
+        &mut self,
+        p: *const c_void,
+        count: usize,
+        t: &TypeInfo,
+        arg: &str,
+    ) -> MpiResult<UserBuf> {
         if t.contiguous {
             return check::buffer(p, packed_len(t, count)?, arg);
         }
@@ -98,7 +129,13 @@ impl Stage {
     }
 
     /// Where `count` instances at `p` are received (a staging buffer if not contiguous).
-    pub fn output(&mut self, p: *mut c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<UserBuf> {
+    pub fn output(
+        &mut self,
+        p: *mut c_void,
+        count: usize,
+        t: &TypeInfo,
+        arg: &str,
+    ) -> MpiResult<UserBuf> {
         if t.contiguous {
             return check::buffer(p, packed_len(t, count)?, arg);
         }
@@ -107,7 +144,8 @@ impl Stage {
         let mut v = vec![0u8; packed_len(t, count)?];
         // SAFETY: as in `input`.
         let b = unsafe { UserBuf::new(v.as_mut_ptr(), v.len()) };
-        self.unpacks.push((self.bufs.len(), p as *mut c_void, count, *t));
+        self.unpacks
+            .push((self.bufs.len(), p as *mut c_void, count, *t));
         self.bufs.push(v);
         Ok(b)
     }
@@ -117,10 +155,95 @@ impl Stage {
         self.bufs.push(v);
     }
 
+    /// An image of `count` instances at `p`: a buffer laid out like the user's memory
+    /// from the type's lower bound (`count * extent` bytes), holding the type map's
+    /// bytes. User-defined operations index data this way.
+    pub fn image_input(
+        &mut self,
+        p: *const c_void,
+        count: usize,
+        t: &TypeInfo,
+        arg: &str,
+    ) -> MpiResult<UserBuf> {
+        let packed = pack_vec(p, count, t, arg)?;
+        let mut img = self.new_image(count, t)?;
+        if !packed.is_empty() {
+            let ty = lookup(t)?;
+            // SAFETY: the image holds `count` instances laid out from the lower bound
+            // (checked by new_image), so origin = image - lb addresses them.
+            unsafe {
+                crate::datatype::unpack(
+                    &ty,
+                    count,
+                    img.as_mut_ptr().wrapping_offset(-t.lb),
+                    &packed,
+                    0,
+                )
+            };
+        }
+        // SAFETY: kept in the stage for the collective's duration.
+        let b = unsafe { UserBuf::new(img.as_mut_ptr(), img.len()) };
+        self.bufs.push(img);
+        Ok(b)
+    }
+
+    /// An output image for `count` instances at `p`, copied back (type map bytes only)
+    /// by `finish`.
+    pub fn image_output(
+        &mut self,
+        p: *mut c_void,
+        count: usize,
+        t: &TypeInfo,
+        arg: &str,
+    ) -> MpiResult<UserBuf> {
+        check_base(p, count, t, arg)?;
+        let mut img = self.new_image(count, t)?;
+        // SAFETY: kept in the stage for the collective's duration.
+        let b = unsafe { UserBuf::new(img.as_mut_ptr(), img.len()) };
+        self.images.push((self.bufs.len(), p, count, *t));
+        self.bufs.push(img);
+        Ok(b)
+    }
+
+    fn new_image(&self, count: usize, t: &TypeInfo) -> MpiResult<Vec<u8>> {
+        let ty = lookup(t)?;
+        let (lb, ext) = (ty.lb(), ty.extent());
+        if ty.true_lb() < lb || ty.true_lb() + ty.true_extent() as isize > lb + ext {
+            return Err(err(
+                MPI_ERR_TYPE,
+                format!(
+                    "datatype {:#x} has data outside its extent [lb, lb+extent); a user-defined operation cannot be applied to it in a collective",
+                    t.handle
+                ),
+            ));
+        }
+        let n = count
+            .checked_mul(t.extent)
+            .ok_or_else(|| err(MPI_ERR_COUNT, format!("count={count} x extent overflows")))?;
+        Ok(vec![0u8; n])
+    }
+
     /// Unpacks every staged output into the user's buffers.
     pub fn finish(self) -> MpiResult<()> {
         for (i, p, count, t) in &self.unpacks {
             unpack_into(*p, *count, t, &self.bufs[*i])?;
+        }
+        for (i, p, count, t) in &self.images {
+            let ty = lookup(t)?;
+            let mut packed = vec![0u8; packed_len(t, *count)?];
+            if !packed.is_empty() {
+                // SAFETY: the image holds `count` instances laid out from the lower bound.
+                unsafe {
+                    crate::datatype::pack(
+                        &ty,
+                        *count,
+                        self.bufs[*i].as_ptr().wrapping_offset(-t.lb),
+                        &mut packed,
+                        0,
+                    )
+                };
+            }
+            unpack_into(*p, *count, t, &packed)?;
         }
         Ok(())
     }
@@ -130,4 +253,119 @@ impl Stage {
 /// arithmetic does.
 pub fn offset(p: *const c_void, bytes: isize) -> *mut c_void {
     (p as *const u8).wrapping_offset(bytes) as *mut c_void
+}
+
+/// How a reduction's data is laid out in the engine, decided once per call:
+/// - predefined datatype: the user's memory as it is (`count * extent` bytes; the
+///   kernels know the padded pair layouts);
+/// - derived datatype with a predefined op: packed basic elements (`count * size`),
+///   reduced with the basic type's kernel;
+/// - derived datatype with a user op: images of the memory layout (`count * extent`),
+///   which is what the user function indexes.
+pub struct RedData {
+    pub t: TypeInfo,
+    pub op: crate::op::OpRef,
+    /// Bytes per instance in the engine.
+    pub unit: usize,
+    mode: RedMode,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RedMode {
+    Native,
+    Packed,
+    Image,
+}
+
+impl RedData {
+    pub fn new(datatype: i32, op: i32) -> MpiResult<RedData> {
+        let t = check::datatype(datatype, "datatype")?;
+        let o = crate::op::resolve(op)?;
+        let predefined = crate::datatype::predefined::lookup(datatype).is_some();
+        let mode = match (&o, predefined) {
+            (crate::op::OpRef::Builtin(b), true) => {
+                crate::op::kernel_for(*b, datatype)?;
+                RedMode::Native
+            }
+            (crate::op::OpRef::Builtin(b), false) => {
+                crate::op::reduce_basic(*b, datatype)?;
+                RedMode::Packed
+            }
+            (crate::op::OpRef::User(_), true) => RedMode::Native,
+            (crate::op::OpRef::User(_), false) if t.contiguous => RedMode::Native,
+            (crate::op::OpRef::User(_), false) => RedMode::Image,
+        };
+        let unit = if mode == RedMode::Packed {
+            t.size
+        } else {
+            t.extent
+        };
+        Ok(RedData {
+            t,
+            op: o,
+            unit,
+            mode,
+        })
+    }
+
+    /// Whether the engine may read the input straight from the receive buffer
+    /// (MPI_IN_PLACE without staging).
+    pub fn native(&self) -> bool {
+        self.mode == RedMode::Native
+    }
+
+    pub fn bytes(&self, count: usize) -> MpiResult<usize> {
+        count.checked_mul(self.unit).ok_or_else(|| {
+            err(
+                MPI_ERR_COUNT,
+                format!("count={count} x {} bytes overflows", self.unit),
+            )
+        })
+    }
+
+    pub fn input(
+        &self,
+        st: &mut Stage,
+        p: *const c_void,
+        count: usize,
+        arg: &str,
+    ) -> MpiResult<UserBuf> {
+        match self.mode {
+            RedMode::Native => check::buffer(p, self.bytes(count)?, arg),
+            RedMode::Packed => st.input(p, count, &self.t, arg),
+            RedMode::Image => st.image_input(p, count, &self.t, arg),
+        }
+    }
+
+    pub fn output(
+        &self,
+        st: &mut Stage,
+        p: *mut c_void,
+        count: usize,
+        arg: &str,
+    ) -> MpiResult<UserBuf> {
+        match self.mode {
+            RedMode::Native => check::buffer(p, self.bytes(count)?, arg),
+            RedMode::Packed => st.output(p, count, &self.t, arg),
+            RedMode::Image => st.image_output(p, count, &self.t, arg),
+        }
+    }
+
+    /// Runs `body` with the engine's view of the operation.
+    pub fn with<R>(
+        &self,
+        body: impl FnOnce(&crate::coll::reduce::Reduction) -> MpiResult<R>,
+    ) -> MpiResult<R> {
+        let dt = self.t.handle;
+        let unit = self.unit.max(1);
+        let f = |inv: &[u8], inout: &mut [u8]| {
+            crate::op::apply(&self.op, dt, inv, inout, inv.len() / unit)
+        };
+        let red = crate::coll::reduce::Reduction {
+            f: &f,
+            commutative: crate::op::is_commutative(&self.op),
+            extent: self.unit,
+        };
+        body(&red)
+    }
 }

@@ -92,7 +92,12 @@ impl Unpack {
     /// of `ty` and stays valid until the receive completes.
     pub unsafe fn new(ty: crate::datatype::TypeRef, count: usize, origin: *mut u8) -> Unpack {
         let n = ty.size() * count;
-        Unpack { ty, count, origin, tmp: vec![0u8; n] }
+        Unpack {
+            ty,
+            count,
+            origin,
+            tmp: vec![0u8; n],
+        }
     }
     /// The packed staging buffer the message is received into.
     pub fn target(&mut self) -> UserBuf {
@@ -107,7 +112,9 @@ impl Unpack {
         if n > 0 {
             // SAFETY: `new`'s contract: the origin holds `count` instances; a prefix of
             // the packed stream touches only bytes of those instances.
-            unsafe { crate::datatype::unpack(&self.ty, self.count, self.origin, &self.tmp[..n], 0) };
+            unsafe {
+                crate::datatype::unpack(&self.ty, self.count, self.origin, &self.tmp[..n], 0)
+            };
         }
     }
 }

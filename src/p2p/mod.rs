@@ -720,7 +720,12 @@ pub enum RecvInto {
 }
 
 /// Posts a receive (see [`irecv`]) into a contiguous buffer or a datatype's layout.
-pub fn irecv_into(comm: &std::sync::Arc<Comm>, into: RecvInto, source: i32, tag: i32) -> MpiResult<ReqId> {
+pub fn irecv_into(
+    comm: &std::sync::Arc<Comm>,
+    into: RecvInto,
+    source: i32,
+    tag: i32,
+) -> MpiResult<ReqId> {
     let (buf, unpack) = match into {
         RecvInto::Bytes(b) => (b, None),
         RecvInto::Typed(mut u) => (u.target(), Some(u)),

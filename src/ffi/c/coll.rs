@@ -1,10 +1,11 @@
 //! Collective entry points: validate, convert, call the engine in coll/.
 use crate::abi::*;
 
-use crate::coll::reduce::{self, Part, Reduction};
+use crate::coll::reduce::{self, Part};
 use crate::comm::Comm;
 use crate::error::{err, MpiResult};
-use crate::ffi::check::{self, is_in_place, TypeInfo};
+use crate::ffi::check::{self, is_in_place};
+use crate::ffi::typed::{RedData, Stage};
 use crate::mpi_entry;
 use crate::p2p::UserBuf;
 use std::os::raw::{c_int, c_void};
@@ -30,49 +31,43 @@ mpi_entry!(MPI_Barrier, PMPI_Barrier, (comm: i32), errcomm = comm, {
     crate::coll::barrier(&c)
 });
 
-
 // ---------------------------------------------------------------- reductions
+//
+// The vector is `count` instances; `RedData` (ffi/typed.rs) decides how they are laid
+// out in the engine (the user's memory, packed basic elements, or memory images) and
+// stages non-contiguous data. With MPI_IN_PLACE on a native layout the engine reads the
+// input from the receive buffer itself (Part::send = None).
 
-struct RedArgs {
-    comm: Arc<Comm>,
-    t: TypeInfo,
-    op: crate::op::OpRef,
-}
-
-fn red_args(count: c_int, datatype: i32, op: i32, comm: i32) -> MpiResult<(RedArgs, usize)> {
+fn red_args(
+    count: c_int,
+    datatype: i32,
+    op: i32,
+    comm: i32,
+) -> MpiResult<(Arc<Comm>, RedData, usize)> {
     let c = intra(comm)?;
     let n = check::count(count, "count")?;
-    let t = check::datatype(datatype, "datatype")?;
-    let o = crate::op::resolve(op)?;
-    // Validates the (op, datatype) pair even when there is no data.
-    if let crate::op::OpRef::Builtin(b) = &o {
-        crate::op::kernel_for(*b, datatype)?;
-    }
-    Ok((RedArgs { comm: c, t, op: o }, n))
+    Ok((c, RedData::new(datatype, op)?, n))
 }
 
-fn run<R>(a: &RedArgs, body: impl FnOnce(&Reduction) -> MpiResult<R>) -> MpiResult<R> {
-    let dt = a.t.handle;
-    let ext = a.t.extent.max(1);
-    let f = |inv: &[u8], inout: &mut [u8]| crate::op::apply(&a.op, dt, inv, inout, inv.len() / ext);
-    let red = Reduction {
-        f: &f,
-        commutative: crate::op::is_commutative(&a.op),
-        extent: a.t.extent,
-    };
-    body(&red)
-}
-
-fn send_or_in_place(
+/// The input of `n` instances (`None`: in place with a native layout, read from `recv`).
+fn input(
+    rd: &RedData,
+    st: &mut Stage,
     sendbuf: *const c_void,
-    bytes: usize,
+    recvbuf: *mut c_void,
+    n: usize,
     recv: &UserBuf,
 ) -> MpiResult<Option<UserBuf>> {
     if is_in_place(sendbuf) {
-        return Ok(None);
+        if rd.native() {
+            return Ok(None);
+        }
+        return rd.input(st, recvbuf, n, "recvbuf").map(Some);
     }
-    let s = check::buffer(sendbuf, bytes, "sendbuf")?;
-    check::no_alias(&s, recv, "sendbuf/recvbuf")?;
+    let s = rd.input(st, sendbuf, n, "sendbuf")?;
+    if rd.native() {
+        check::no_alias(&s, recv, "sendbuf/recvbuf")?;
+    }
     Ok(Some(s))
 }
 
@@ -80,79 +75,101 @@ mpi_entry!(MPI_Allreduce, PMPI_Allreduce, (sendbuf: *const c_void, recvbuf: *mut
     if check::comm(comm)?.is_inter() {
         return coll_inter::allreduce(&check::comm(comm)?, sendbuf, recvbuf, count, datatype, op);
     }
-    let (a, n) = red_args(count, datatype, op, comm)?;
-    let total = check::span(&a.t, n)?;
-    let recv = check::buffer(recvbuf, total, "recvbuf")?;
-    let send = send_or_in_place(sendbuf, total, &recv)?;
-    run(&a, |red| reduce::reduce_vector(&a.comm, total, red, &Part { send, recv, lo: 0, hi: total }))
+    let (c, rd, n) = red_args(count, datatype, op, comm)?;
+    let mut st = Stage::default();
+    let total = rd.bytes(n)?;
+    let recv = rd.output(&mut st, recvbuf, n, "recvbuf")?;
+    let send = input(&rd, &mut st, sendbuf, recvbuf, n, &recv)?;
+    rd.with(|red| reduce::reduce_vector(&c, total, red, &Part { send, recv, lo: 0, hi: total }))?;
+    st.finish()
 });
 
 mpi_entry!(MPI_Reduce, PMPI_Reduce, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, root: c_int, comm: i32), errcomm = comm, {
     if check::comm(comm)?.is_inter() {
         return coll_inter::reduce(&check::comm(comm)?, sendbuf, recvbuf, count, datatype, op, root);
     }
-    let (a, n) = red_args(count, datatype, op, comm)?;
-    let root = check::root(root, &a.comm)?;
-    let total = check::span(&a.t, n)?;
-    let is_root = a.comm.rank == root;
-    let recv = if is_root { check::buffer(recvbuf, total, "recvbuf")? } else { UserBuf::empty() };
-    let send = if is_root {
-        send_or_in_place(sendbuf, total, &recv)?
+    let (c, rd, n) = red_args(count, datatype, op, comm)?;
+    let root = check::root(root, &c)?;
+    let mut st = Stage::default();
+    let total = rd.bytes(n)?;
+    let is_root = c.rank == root;
+    let (send, recv) = if is_root {
+        let recv = rd.output(&mut st, recvbuf, n, "recvbuf")?;
+        (input(&rd, &mut st, sendbuf, recvbuf, n, &recv)?, recv)
     } else {
         if is_in_place(sendbuf) {
-            return Err(err(MPI_ERR_BUFFER, format!("sendbuf is MPI_IN_PLACE on rank {} which is not the root ({root})", a.comm.rank)));
+            return Err(err(MPI_ERR_BUFFER, format!("sendbuf is MPI_IN_PLACE on rank {}, which is not the root ({root})", c.rank)));
         }
-        Some(check::buffer(sendbuf, total, "sendbuf")?)
+        (Some(rd.input(&mut st, sendbuf, n, "sendbuf")?), UserBuf::empty())
     };
     let hi = if is_root { total } else { 0 };
-    run(&a, |red| reduce::reduce_vector(&a.comm, total, red, &Part { send, recv, lo: 0, hi }))
+    rd.with(|red| reduce::reduce_vector(&c, total, red, &Part { send, recv, lo: 0, hi }))?;
+    st.finish()
 });
+
+/// Reduce-scatter with `counts[i]` instances to rank i.
+fn reduce_scatter_counts(
+    c: &Arc<Comm>,
+    rd: &RedData,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    counts: &[usize],
+) -> MpiResult<()> {
+    let me = c.rank;
+    let sum: usize = counts.iter().sum();
+    let lo_n: usize = counts[..me].iter().sum();
+    let mut st = Stage::default();
+    let total = rd.bytes(sum)?;
+    let lo = rd.bytes(lo_n)?;
+    let block = rd.bytes(counts[me])?;
+    let (send, recv) = if is_in_place(sendbuf) {
+        if rd.native() {
+            (None, check::buffer(recvbuf, total, "recvbuf")?)
+        } else {
+            // The input is the whole vector in recvbuf; my block goes to its start.
+            let s = rd.input(&mut st, recvbuf, sum, "recvbuf")?;
+            (Some(s), rd.output(&mut st, recvbuf, counts[me], "recvbuf")?)
+        }
+    } else {
+        let recv = rd.output(&mut st, recvbuf, counts[me], "recvbuf")?;
+        (input(rd, &mut st, sendbuf, recvbuf, sum, &recv)?, recv)
+    };
+    rd.with(|red| {
+        reduce::reduce_vector(
+            c,
+            total,
+            red,
+            &Part {
+                send,
+                recv,
+                lo,
+                hi: lo + block,
+            },
+        )
+    })?;
+    st.finish()
+}
 
 mpi_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: i32, op: i32, comm: i32), errcomm = comm, {
     if check::comm(comm)?.is_inter() {
         return coll_inter::reduce_scatter_block(&check::comm(comm)?, sendbuf, recvbuf, recvcount, datatype, op);
     }
-    let (a, n) = red_args(recvcount, datatype, op, comm)?;
-    let size = a.comm.size();
-    let block = check::span(&a.t, n)?;
-    let total = block.checked_mul(size).ok_or_else(|| err(MPI_ERR_COUNT, "recvcount x size overflows"))?;
-    let lo = block * a.comm.rank;
-    let (send, recv) = if is_in_place(sendbuf) {
-        (None, check::buffer(recvbuf, total, "recvbuf")?)
-    } else {
-        let recv = check::buffer(recvbuf, block, "recvbuf")?;
-        (send_or_in_place(sendbuf, total, &recv)?, recv)
-    };
-    run(&a, |red| reduce::reduce_vector(&a.comm, total, red, &Part { send, recv, lo, hi: lo + block }))
+    let (c, rd, n) = red_args(recvcount, datatype, op, comm)?;
+    let counts = vec![n; c.size()];
+    reduce_scatter_counts(&c, &rd, sendbuf, recvbuf, &counts)
 });
 
 mpi_entry!(MPI_Reduce_scatter, PMPI_Reduce_scatter, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: i32, op: i32, comm: i32), errcomm = comm, {
     if check::comm(comm)?.is_inter() {
         return coll_inter::reduce_scatter(&check::comm(comm)?, sendbuf, recvbuf, recvcounts, datatype, op);
     }
-    let c = intra(comm)?;
-    let counts = check::array(recvcounts, c.size(), "recvcounts")?;
-    let mut sum = 0usize;
-    let mut lo_elems = 0usize;
-    for (i, &k) in counts.iter().enumerate() {
-        let k = check::count(k, &format!("recvcounts[{i}]"))?;
-        if i < c.rank {
-            lo_elems += k;
-        }
-        sum += k;
-    }
-    let mine = counts[c.rank] as usize;
-    let (a, _) = red_args(0, datatype, op, comm)?;
-    let total = check::span(&a.t, sum)?;
-    let lo = lo_elems * a.t.extent;
-    let block = mine * a.t.extent;
-    let (send, recv) = if is_in_place(sendbuf) {
-        (None, check::buffer(recvbuf, total, "recvbuf")?)
-    } else {
-        let recv = check::buffer(recvbuf, block, "recvbuf")?;
-        (send_or_in_place(sendbuf, total, &recv)?, recv)
-    };
-    run(&a, |red| reduce::reduce_vector(&a.comm, total, red, &Part { send, recv, lo, hi: lo + block }))
+    let (c, rd, _) = red_args(0, datatype, op, comm)?;
+    let counts = check::array(recvcounts, c.size(), "recvcounts")?
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| check::count(k, &format!("recvcounts[{i}]")))
+        .collect::<MpiResult<Vec<usize>>>()?;
+    reduce_scatter_counts(&c, &rd, sendbuf, recvbuf, &counts)
 });
 
 fn scan_entry(
@@ -164,13 +181,17 @@ fn scan_entry(
     comm: i32,
     exclusive: bool,
 ) -> MpiResult<()> {
-    let (a, n) = red_args(count, datatype, op, comm)?;
-    let total = check::span(&a.t, n)?;
-    let recv = check::buffer(recvbuf, total, "recvbuf")?;
-    let send = send_or_in_place(sendbuf, total, &recv)?;
-    run(&a, |red| {
-        reduce::scan(&a.comm, total, red, send, recv, exclusive)
-    })
+    let (c, rd, n) = red_args(count, datatype, op, comm)?;
+    let mut st = Stage::default();
+    let total = rd.bytes(n)?;
+    let recv = rd.output(&mut st, recvbuf, n, "recvbuf")?;
+    let send = input(&rd, &mut st, sendbuf, recvbuf, n, &recv)?;
+    rd.with(|red| reduce::scan(&c, total, red, send, recv, exclusive))?;
+    // MPI_Exscan leaves rank 0's receive buffer undefined: do not write it back.
+    if exclusive && c.rank == 0 {
+        return Ok(());
+    }
+    st.finish()
 }
 
 mpi_entry!(MPI_Scan, PMPI_Scan, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32), errcomm = comm, {
@@ -179,4 +200,3 @@ mpi_entry!(MPI_Scan, PMPI_Scan, (sendbuf: *const c_void, recvbuf: *mut c_void, c
 mpi_entry!(MPI_Exscan, PMPI_Exscan, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32), errcomm = comm, {
     scan_entry(sendbuf, recvbuf, count, datatype, op, comm, true)
 });
-

@@ -8,7 +8,8 @@ use crate::coll::reduce::{self, Part, Reduction};
 use crate::coll::Chan;
 use crate::comm::Comm;
 use crate::error::{err, MpiResult};
-use crate::ffi::check::{self, is_in_place, TypeInfo};
+use crate::ffi::check::{self, is_in_place};
+use crate::ffi::typed::{RedData, Stage};
 use crate::p2p::UserBuf;
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
@@ -53,32 +54,6 @@ fn remote_chans(c: &Comm) -> Vec<usize> {
     (0..c.peer_size()).map(|r| c.chan_of_remote(r)).collect()
 }
 
-struct Red {
-    t: TypeInfo,
-    op: crate::op::OpRef,
-}
-
-fn red(datatype: i32, op: i32) -> MpiResult<Red> {
-    let t = check::datatype(datatype, "datatype")?;
-    let o = crate::op::resolve(op)?;
-    if let crate::op::OpRef::Builtin(b) = &o {
-        crate::op::kernel_for(*b, datatype)?;
-    }
-    Ok(Red { t, op: o })
-}
-
-fn with_reduction<R>(r: &Red, body: impl FnOnce(&Reduction) -> MpiResult<R>) -> MpiResult<R> {
-    let dt = r.t.handle;
-    let ext = r.t.extent.max(1);
-    let f = |inv: &[u8], inout: &mut [u8]| crate::op::apply(&r.op, dt, inv, inout, inv.len() / ext);
-    let red = Reduction {
-        f: &f,
-        commutative: crate::op::is_commutative(&r.op),
-        extent: r.t.extent,
-    };
-    body(&red)
-}
-
 /// An idle member never folds: it only takes part in the steps.
 fn idle_fold(_: &[u8], _: &mut [u8]) -> MpiResult<()> {
     Ok(())
@@ -95,25 +70,27 @@ pub fn reduce(
 ) -> MpiResult<()> {
     let role = role(c, root)?;
     let ch = Chan::new(c)?;
+    let mut st = Stage::default();
     // The root publishes the vector length (its group's other members do not know it).
-    let (mine, is_root) = match role {
+    let (mine, is_root, rd) = match role {
         Role::Root => {
-            let t = check::datatype(datatype, "datatype")?;
-            (check::span(&t, check::count(count, "count")?)?, true)
+            let rd = RedData::new(datatype, op)?;
+            (rd.bytes(check::count(count, "count")?)?, true, Some(rd))
         }
-        _ => (0, false),
+        Role::Peer(_) => (0, false, Some(RedData::new(datatype, op)?)),
+        Role::Idle => (0, false, None),
     };
     let root_chan = super::coll_move::find_root(&ch, is_root)?;
     ch.put_args(&[mine as u64]);
     ch.step()?;
     let total = ch.peer_args(root_chan, 0) as usize;
-    match role {
-        Role::Root => {
+    match (role, rd) {
+        (Role::Root, Some(rd)) => {
             // The root folds in the one-step path, so it needs the real operation.
-            let rd = red(datatype, op)?;
-            let recv = check::buffer(recvbuf, total, "recvbuf")?;
+            let n = check::count(count, "count")?;
+            let recv = rd.output(&mut st, recvbuf, n, "recvbuf")?;
             let contrib = remote_chans(c);
-            with_reduction(&rd, |redn| {
+            rd.with(|redn| {
                 reduce::reduce_group(
                     &ch,
                     total,
@@ -126,9 +103,42 @@ pub fn reduce(
                     },
                     &contrib,
                 )
-            })
+            })?;
         }
-        Role::Idle => {
+        (Role::Peer(r), Some(rd)) => {
+            if c.chan_of_remote(r) != root_chan {
+                return Err(err(
+                    MPI_ERR_ROOT,
+                    format!("root={r} but another remote process passed MPI_ROOT"),
+                ));
+            }
+            no_in_place(sendbuf, "sendbuf")?;
+            let n = check::count(count, "count")?;
+            let bytes = rd.bytes(n)?;
+            if bytes != total {
+                return Err(err(
+                    MPI_ERR_COUNT,
+                    format!("this process reduces {bytes} bytes but the root expects {total}"),
+                ));
+            }
+            let send = rd.input(&mut st, sendbuf, n, "sendbuf")?;
+            let contrib = local_chans(c);
+            rd.with(|redn| {
+                reduce::reduce_group(
+                    &ch,
+                    total,
+                    redn,
+                    &Part {
+                        send: Some(send),
+                        recv: UserBuf::empty(),
+                        lo: 0,
+                        hi: 0,
+                    },
+                    &contrib,
+                )
+            })?;
+        }
+        _ => {
             let contrib = remote_chans(c);
             // Any extent divides the agreed length in the steps; nothing is folded here.
             let redn = Reduction {
@@ -147,50 +157,17 @@ pub fn reduce(
                     hi: 0,
                 },
                 &contrib,
-            )
-        }
-        Role::Peer(r) => {
-            if c.chan_of_remote(r) != root_chan {
-                return Err(err(
-                    MPI_ERR_ROOT,
-                    format!("root={r} but another remote process passed MPI_ROOT"),
-                ));
-            }
-            no_in_place(sendbuf, "sendbuf")?;
-            let rd = red(datatype, op)?;
-            let n = check::count(count, "count")?;
-            let bytes = check::span(&rd.t, n)?;
-            if bytes != total {
-                return Err(err(
-                    MPI_ERR_COUNT,
-                    format!("this process reduces {bytes} bytes but the root expects {total}"),
-                ));
-            }
-            let send = check::buffer(sendbuf, bytes, "sendbuf")?;
-            let contrib = local_chans(c);
-            with_reduction(&rd, |redn| {
-                reduce::reduce_group(
-                    &ch,
-                    total,
-                    redn,
-                    &Part {
-                        send: Some(send),
-                        recv: UserBuf::empty(),
-                        lo: 0,
-                        hi: 0,
-                    },
-                    &contrib,
-                )
-            })
+            )?;
         }
     }
+    st.finish()
 }
 
 /// Two passes: group A's reduction to B, then B's to A. `lo..hi` is this process's
 /// byte range of the other group's reduced vector.
 fn both_ways(
     c: &Arc<Comm>,
-    rd: &Red,
+    rd: &RedData,
     total: usize,
     send: UserBuf,
     recv: UserBuf,
@@ -203,7 +180,7 @@ fn both_ways(
     } else {
         (remote_chans(c), local_chans(c))
     };
-    with_reduction(rd, |redn| {
+    rd.with(|redn| {
         for (contrib, i_contribute) in [(&a, c.local_is_a), (&b, !c.local_is_a)] {
             let part = if i_contribute {
                 Part {
@@ -235,11 +212,37 @@ pub fn allreduce(
     op: i32,
 ) -> MpiResult<()> {
     no_in_place(sendbuf, "sendbuf")?;
-    let rd = red(datatype, op)?;
-    let total = check::span(&rd.t, check::count(count, "count")?)?;
-    let send = check::buffer(sendbuf, total, "sendbuf")?;
-    let recv = check::buffer(recvbuf, total, "recvbuf")?;
-    both_ways(c, &rd, total, send, recv, 0, total)
+    let rd = RedData::new(datatype, op)?;
+    let n = check::count(count, "count")?;
+    let total = rd.bytes(n)?;
+    let mut st = Stage::default();
+    let send = rd.input(&mut st, sendbuf, n, "sendbuf")?;
+    let recv = rd.output(&mut st, recvbuf, n, "recvbuf")?;
+    both_ways(c, &rd, total, send, recv, 0, total)?;
+    st.finish()
+}
+
+/// Reduce-scatter across the groups: my group's vector of `sum(counts)` instances; I
+/// receive `counts[my rank]` instances of the other group's reduction.
+fn scatter_counts(
+    c: &Arc<Comm>,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    counts: &[usize],
+    datatype: i32,
+    op: i32,
+) -> MpiResult<()> {
+    no_in_place(sendbuf, "sendbuf")?;
+    let rd = RedData::new(datatype, op)?;
+    let sum: usize = counts.iter().sum();
+    let lo = rd.bytes(counts[..c.rank].iter().sum())?;
+    let block = rd.bytes(counts[c.rank])?;
+    let total = rd.bytes(sum)?;
+    let mut st = Stage::default();
+    let send = rd.input(&mut st, sendbuf, sum, "sendbuf")?;
+    let recv = rd.output(&mut st, recvbuf, counts[c.rank], "recvbuf")?;
+    both_ways(c, &rd, total, send, recv, lo, lo + block)?;
+    st.finish()
 }
 
 pub fn reduce_scatter_block(
@@ -250,14 +253,8 @@ pub fn reduce_scatter_block(
     datatype: i32,
     op: i32,
 ) -> MpiResult<()> {
-    no_in_place(sendbuf, "sendbuf")?;
-    let rd = red(datatype, op)?;
-    let block = check::span(&rd.t, check::count(recvcount, "recvcount")?)?;
-    let total = block * c.size();
-    let send = check::buffer(sendbuf, total, "sendbuf")?;
-    let recv = check::buffer(recvbuf, block, "recvbuf")?;
-    let lo = block * c.rank;
-    both_ways(c, &rd, total, send, recv, lo, lo + block)
+    let n = check::count(recvcount, "recvcount")?;
+    scatter_counts(c, sendbuf, recvbuf, &vec![n; c.size()], datatype, op)
 }
 
 pub fn reduce_scatter(
@@ -268,23 +265,10 @@ pub fn reduce_scatter(
     datatype: i32,
     op: i32,
 ) -> MpiResult<()> {
-    no_in_place(sendbuf, "sendbuf")?;
-    let rd = red(datatype, op)?;
-    let counts = check::array(recvcounts, c.size(), "recvcounts")?;
-    let mut sum = 0;
-    let mut lo = 0;
-    for (i, &k) in counts.iter().enumerate() {
-        let k = check::count(k, &format!("recvcounts[{i}]"))?;
-        if i < c.rank {
-            lo += k;
-        }
-        sum += k;
-    }
-    let total = check::span(&rd.t, sum)?;
-    let lo = lo * rd.t.extent;
-    let block = counts[c.rank] as usize * rd.t.extent;
-    let send = check::buffer(sendbuf, total, "sendbuf")?;
-    let recv = check::buffer(recvbuf, block, "recvbuf")?;
-    both_ways(c, &rd, total, send, recv, lo, lo + block)
+    let counts = check::array(recvcounts, c.size(), "recvcounts")?
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| check::count(k, &format!("recvcounts[{i}]")))
+        .collect::<MpiResult<Vec<usize>>>()?;
+    scatter_counts(c, sendbuf, recvbuf, &counts, datatype, op)
 }
-

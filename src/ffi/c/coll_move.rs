@@ -29,44 +29,83 @@ fn uniform(count: c_int, dt: i32, m: usize, what: &str) -> MpiResult<Side> {
     Ok(Side((0..m).map(|k| (n, k as isize * stride, t)).collect()))
 }
 
-fn vside(counts: *const c_int, displs: *const c_int, dt: i32, m: usize, what: &str) -> MpiResult<Side> {
+fn vside(
+    counts: *const c_int,
+    displs: *const c_int,
+    dt: i32,
+    m: usize,
+    what: &str,
+) -> MpiResult<Side> {
     let t = check::datatype(dt, &format!("{what}type"))?;
     let c = check::array(counts, m, &format!("{what}counts"))?;
     let d = check::array(displs, m, "displs")?;
     (0..m)
-        .map(|k| Ok((check::count(c[k], &format!("{what}counts[{k}]"))?, d[k] as isize * t.extent as isize, t)))
+        .map(|k| {
+            Ok((
+                check::count(c[k], &format!("{what}counts[{k}]"))?,
+                d[k] as isize * t.extent as isize,
+                t,
+            ))
+        })
         .collect::<MpiResult<_>>()
         .map(Side)
 }
 
-fn wside(counts: *const c_int, displs: *const c_int, types: *const i32, m: usize, what: &str) -> MpiResult<Side> {
+fn wside(
+    counts: *const c_int,
+    displs: *const c_int,
+    types: *const i32,
+    m: usize,
+    what: &str,
+) -> MpiResult<Side> {
     let c = check::array(counts, m, &format!("{what}counts"))?;
     let d = check::array(displs, m, &format!("{what}displs"))?;
     let ty = check::array(types, m, &format!("{what}types"))?;
     (0..m)
         .map(|k| {
             let t = check::datatype(ty[k], &format!("{what}types[{k}]"))?;
-            Ok((check::count(c[k], &format!("{what}counts[{k}]"))?, d[k] as isize, t))
+            Ok((
+                check::count(c[k], &format!("{what}counts[{k}]"))?,
+                d[k] as isize,
+                t,
+            ))
         })
         .collect::<MpiResult<_>>()
         .map(Side)
 }
 
 fn whole(b: UserBuf) -> Piece {
-    Piece { buf: b, off: 0, len: b.len() }
+    Piece {
+        buf: b,
+        off: 0,
+        len: b.len(),
+    }
 }
 
 /// Stages every piece of `side` at `base` as inputs (`out = false`) or outputs, placing
 /// peer k's piece at channel index `chan(k)` of an `n`-entry vector; `skip` leaves one
 /// peer out (in place).
-fn stage_side(st: &mut Stage, base: *const c_void, side: &Side, out: bool, n: usize, chan: &dyn Fn(usize) -> usize, skip: Option<usize>, arg: &str) -> MpiResult<Vec<Piece>> {
+fn stage_side(
+    st: &mut Stage,
+    base: *const c_void,
+    side: &Side,
+    out: bool,
+    n: usize,
+    chan: &dyn Fn(usize) -> usize,
+    skip: Option<usize>,
+    arg: &str,
+) -> MpiResult<Vec<Piece>> {
     let mut v = vec![Piece::none(); n];
     for (k, &(count, disp, t)) in side.0.iter().enumerate() {
         if Some(k) == skip {
             continue;
         }
         let p = offset(base, disp);
-        let b = if out { st.output(p, count, &t, arg)? } else { st.input(p, count, &t, arg)? };
+        let b = if out {
+            st.output(p, count, &t, arg)?
+        } else {
+            st.input(p, count, &t, arg)?
+        };
         v[chan(k)] = whole(b);
     }
     Ok(v)
@@ -121,7 +160,16 @@ pub fn find_root(ch: &Chan, me_root: bool) -> MpiResult<usize> {
 // ---------------------------------------------------------------- Gather(v), Allgather(v)
 
 /// Gather-like: `recv` (if this process receives) per peer; `send` this process's piece.
-fn gather_like(c: &Arc<Comm>, sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recv: Option<Side>, root: Option<c_int>, vary: bool) -> MpiResult<()> {
+fn gather_like(
+    c: &Arc<Comm>,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recv: Option<Side>,
+    root: Option<c_int>,
+    vary: bool,
+) -> MpiResult<()> {
     let n = c.chan_members.len();
     let mut st = Stage::default();
     if c.is_inter() {
@@ -136,14 +184,24 @@ fn gather_like(c: &Arc<Comm>, sendbuf: *const c_void, sendcount: c_int, sendtype
         };
         let send = if sends {
             if is_in_place(sendbuf) {
-                return Err(err(MPI_ERR_BUFFER, "sendbuf is MPI_IN_PLACE, which intercommunicator collectives do not allow"));
+                return Err(err(
+                    MPI_ERR_BUFFER,
+                    "sendbuf is MPI_IN_PLACE, which intercommunicator collectives do not allow",
+                ));
             }
-            whole(st.input(sendbuf, check::count(sendcount, "sendcount")?, &check::datatype(sendtype, "sendtype")?, "sendbuf")?)
+            whole(st.input(
+                sendbuf,
+                check::count(sendcount, "sendcount")?,
+                &check::datatype(sendtype, "sendtype")?,
+                "sendbuf",
+            )?)
         } else {
             Piece::none()
         };
         let rv = match (receives, &recv) {
-            (true, Some(side)) => stage_side(&mut st, recvbuf, side, true, n, &remote(c), None, "recvbuf")?,
+            (true, Some(side)) => {
+                stage_side(&mut st, recvbuf, side, true, n, &remote(c), None, "recvbuf")?
+            }
             _ => vec![Piece::none(); n],
         };
         gather::by_sender(c, send, &rv, true)?;
@@ -153,7 +211,10 @@ fn gather_like(c: &Arc<Comm>, sendbuf: *const c_void, sendcount: c_int, sendtype
     let receives = root.is_none_or(|r| r as usize == me);
     let in_place = is_in_place(sendbuf);
     if in_place && !receives {
-        return Err(err(MPI_ERR_BUFFER, format!("sendbuf is MPI_IN_PLACE on rank {me}, which is not the root")));
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("sendbuf is MPI_IN_PLACE on rank {me}, which is not the root"),
+        ));
     }
     let side = recv.unwrap_or(Side(Vec::new()));
     let send = if in_place {
@@ -165,10 +226,24 @@ fn gather_like(c: &Arc<Comm>, sendbuf: *const c_void, sendcount: c_int, sendtype
             Piece::none()
         }
     } else {
-        whole(st.input(sendbuf, check::count(sendcount, "sendcount")?, &check::datatype(sendtype, "sendtype")?, "sendbuf")?)
+        whole(st.input(
+            sendbuf,
+            check::count(sendcount, "sendcount")?,
+            &check::datatype(sendtype, "sendtype")?,
+            "sendbuf",
+        )?)
     };
     let rv = if receives {
-        stage_side(&mut st, recvbuf, &side, true, n, &local(c), in_place.then_some(me), "recvbuf")?
+        stage_side(
+            &mut st,
+            recvbuf,
+            &side,
+            true,
+            n,
+            &local(c),
+            in_place.then_some(me),
+            "recvbuf",
+        )?
     } else {
         vec![Piece::none(); n]
     };
@@ -177,8 +252,16 @@ fn gather_like(c: &Arc<Comm>, sendbuf: *const c_void, sendcount: c_int, sendtype
 }
 
 /// The receive side of a rooted gather, significant only where this process receives.
-fn root_recv<F: FnOnce(usize) -> MpiResult<Side>>(c: &Comm, root: c_int, make: F) -> MpiResult<Option<Side>> {
-    let receives = if c.is_inter() { root == MPI_ROOT } else { check::root(root, c)? == c.rank };
+fn root_recv<F: FnOnce(usize) -> MpiResult<Side>>(
+    c: &Comm,
+    root: c_int,
+    make: F,
+) -> MpiResult<Option<Side>> {
+    let receives = if c.is_inter() {
+        root == MPI_ROOT
+    } else {
+        check::root(root, c)? == c.rank
+    };
     if receives {
         make(c.peer_size()).map(Some)
     } else {
@@ -212,20 +295,46 @@ mpi_entry!(MPI_Allgatherv, PMPI_Allgatherv, (sendbuf: *const c_void, sendcount: 
 
 // ---------------------------------------------------------------- Scatter(v)
 
-fn scatter_like(c: &Arc<Comm>, sendbuf: *const c_void, send: Option<Side>, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, vary: bool) -> MpiResult<()> {
+fn scatter_like(
+    c: &Arc<Comm>,
+    sendbuf: *const c_void,
+    send: Option<Side>,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: i32,
+    root: c_int,
+    vary: bool,
+) -> MpiResult<()> {
     let n = c.chan_members.len();
     let mut st = Stage::default();
     if c.is_inter() {
         let r = role(c, root)?;
         let sv = match (&r, &send) {
-            (Role::Root, Some(side)) => stage_side(&mut st, sendbuf, side, false, n, &remote(c), None, "sendbuf")?,
+            (Role::Root, Some(side)) => stage_side(
+                &mut st,
+                sendbuf,
+                side,
+                false,
+                n,
+                &remote(c),
+                None,
+                "sendbuf",
+            )?,
             _ => vec![Piece::none(); n],
         };
         let rv = if let Role::Peer(_) = r {
             if is_in_place(recvbuf) {
-                return Err(err(MPI_ERR_BUFFER, "recvbuf is MPI_IN_PLACE, which intercommunicator collectives do not allow"));
+                return Err(err(
+                    MPI_ERR_BUFFER,
+                    "recvbuf is MPI_IN_PLACE, which intercommunicator collectives do not allow",
+                ));
             }
-            whole(st.output(recvbuf, check::count(recvcount, "recvcount")?, &check::datatype(recvtype, "recvtype")?, "recvbuf")?)
+            whole(st.output(
+                recvbuf,
+                check::count(recvcount, "recvcount")?,
+                &check::datatype(recvtype, "recvtype")?,
+                "recvbuf",
+            )?)
         } else {
             Piece::none()
         };
@@ -238,23 +347,44 @@ fn scatter_like(c: &Arc<Comm>, sendbuf: *const c_void, send: Option<Side>, recvb
     let root = check::root(root, c)?;
     let in_place = is_in_place(recvbuf);
     if in_place && me != root {
-        return Err(err(MPI_ERR_BUFFER, format!("recvbuf is MPI_IN_PLACE on rank {me}, which is not the root")));
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("recvbuf is MPI_IN_PLACE on rank {me}, which is not the root"),
+        ));
     }
     let sv = match &send {
-        Some(side) if me == root => stage_side(&mut st, sendbuf, side, false, n, &local(c), in_place.then_some(me), "sendbuf")?,
+        Some(side) if me == root => stage_side(
+            &mut st,
+            sendbuf,
+            side,
+            false,
+            n,
+            &local(c),
+            in_place.then_some(me),
+            "sendbuf",
+        )?,
         _ => vec![Piece::none(); n],
     };
     let rv = if in_place {
         Piece::none()
     } else {
-        whole(st.output(recvbuf, check::count(recvcount, "recvcount")?, &check::datatype(recvtype, "recvtype")?, "recvbuf")?)
+        whole(st.output(
+            recvbuf,
+            check::count(recvcount, "recvcount")?,
+            &check::datatype(recvtype, "recvtype")?,
+            "recvbuf",
+        )?)
     };
     gather::scatter(c, root, &sv, rv, vary)?;
     st.finish()
 }
 
 /// The send side of a rooted scatter, significant only at the root.
-fn root_send<F: FnOnce(usize) -> MpiResult<Side>>(c: &Comm, root: c_int, make: F) -> MpiResult<Option<Side>> {
+fn root_send<F: FnOnce(usize) -> MpiResult<Side>>(
+    c: &Comm,
+    root: c_int,
+    make: F,
+) -> MpiResult<Option<Side>> {
     root_recv(c, root, make)
 }
 
@@ -272,25 +402,42 @@ mpi_entry!(MPI_Scatterv, PMPI_Scatterv, (sendbuf: *const c_void, sendcounts: *co
 
 // ---------------------------------------------------------------- Alltoall(v, w)
 
-fn alltoall_like(c: &Arc<Comm>, sendbuf: *const c_void, send: Option<Side>, recvbuf: *mut c_void, recv: Side, vary: bool) -> MpiResult<()> {
+fn alltoall_like(
+    c: &Arc<Comm>,
+    sendbuf: *const c_void,
+    send: Option<Side>,
+    recvbuf: *mut c_void,
+    recv: Side,
+    vary: bool,
+) -> MpiResult<()> {
     let n = c.chan_members.len();
     let mut st = Stage::default();
-    let chan: Box<dyn Fn(usize) -> usize> = if c.is_inter() { Box::new(remote(c)) } else { Box::new(local(c)) };
+    let chan: Box<dyn Fn(usize) -> usize> = if c.is_inter() {
+        Box::new(remote(c))
+    } else {
+        Box::new(local(c))
+    };
     let in_place = is_in_place(sendbuf);
     if in_place && c.is_inter() {
-        return Err(err(MPI_ERR_BUFFER, "sendbuf is MPI_IN_PLACE, which intercommunicator collectives do not allow"));
+        return Err(err(
+            MPI_ERR_BUFFER,
+            "sendbuf is MPI_IN_PLACE, which intercommunicator collectives do not allow",
+        ));
     }
     let skip = in_place.then_some(c.rank);
     // In place: what goes to peer j is what recvbuf holds at j's place, copied (staged
     // or read chunk by chunk before any chunk is written back).
     let sv = match &send {
-        Some(side) if !in_place => stage_side(&mut st, sendbuf, side, false, n, &*chan, None, "sendbuf")?,
+        Some(side) if !in_place => {
+            stage_side(&mut st, sendbuf, side, false, n, &*chan, None, "sendbuf")?
+        }
         _ => {
             let mut v = vec![Piece::none(); n];
             for (k, &(count, disp, t)) in recv.0.iter().enumerate() {
                 if Some(k) != skip {
                     // Always a private copy: the receive side writes the same bytes.
-                    let mut packed = crate::ffi::typed::pack_vec(offset(recvbuf, disp), count, &t, "recvbuf")?;
+                    let mut packed =
+                        crate::ffi::typed::pack_vec(offset(recvbuf, disp), count, &t, "recvbuf")?;
                     // SAFETY: the vector moves into the stage, whose lifetime covers the
                     // collective; its heap block does not move.
                     let b = unsafe { UserBuf::new(packed.as_mut_ptr(), packed.len()) };
