@@ -122,8 +122,9 @@ pub fn scatter(comm: &Comm, root: usize, send: &[Piece], recv: Piece, vary: bool
 pub fn alltoall(comm: &Comm, send: &[Piece], recv: &[Piece], vary: bool) -> MpiResult<()> {
     let ch = Chan::new(comm)?;
     let n = ch.n;
-    let sub = (ch.slot_bytes / n) / 64 * 64;
-    let sub = sub.max(64);
+    // Sub-blocks tile the slot exactly (8-byte aligned); the arena guarantees at least
+    // 64 bytes of slot per member.
+    let sub = (ch.slot_bytes / n) / 8 * 8;
     let mine = send
         .iter()
         .chain(recv.iter())

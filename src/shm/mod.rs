@@ -59,18 +59,21 @@ impl Layout {
     pub fn new(n: usize) -> Layout {
         let env_usize = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
         let ring_bytes = if n <= 32 { 64 << 10 } else { 16 << 10 };
+        // A slot holds at least 64 bytes per member (alltoall splits it among them).
+        let min_slot = round_up(64 * n, 64);
         let pipe_seg = env_usize("SHMPI_PIPE_SEGMENT")
             .map(|v| round_up(v.max(64), 64))
             .unwrap_or(if n <= 32 { 64 << 10 } else { 16 << 10 });
         let slot_bytes = env_usize("SHMPI_SEGMENT")
-            .map(|v| round_up(v.max(64), 64))
+            .map(|v| round_up(v.max(min_slot), 64))
             .unwrap_or(if n <= 8 {
                 256 << 10
             } else if n <= 32 {
                 64 << 10
             } else {
                 16 << 10
-            });
+            })
+            .max(min_slot);
         let ranks_off = 4096;
         let rings_off = round_up(ranks_off + n * RANK_BLOCK, 4096);
         let pipes_off = round_up(rings_off + n * n * (RING_HDR + ring_bytes), 4096);
