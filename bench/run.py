@@ -12,6 +12,7 @@ reduce_local at np 1, then writes:
 
 Environment: BENCH_QUICK=1 for a ~2 minute subset; BENCH_NP="2 4" to pick the
 process counts; BENCH_OUT=dir to write the outputs elsewhere.
+`bench/run.py --plot-only` redraws latency.png from an existing results.csv.
 """
 import datetime
 import os
@@ -406,6 +407,8 @@ def plot(lat, path):
         ax.bar([NICE[i] for i in have], [lat[(i, "barrier", np_, 0)][0] for i in have],
                color=[colors[i] for i in have])
         ax.set_yscale("log")
+        if have:
+            ax.set_ylim(bottom=0.1)
         ax.set_title(f"MPI_Barrier, np {np_}", fontsize=9)
         ax.set_ylabel("µs", fontsize=8)
         ax.tick_params(labelsize=7)
@@ -414,5 +417,22 @@ def plot(lat, path):
     log(f"bench: wrote {path}")
 
 
+def plot_only():
+    """Redraw latency.png from an existing results.csv (no measurement)."""
+    global SIZES, NPS
+    lat = {}
+    with open(os.path.join(OUTDIR, "results.csv")) as f:
+        for line in f:
+            p = line.strip().split(",")
+            if p[0] == "coll":
+                lat[(p[1], p[2], int(p[3]), int(p[4]))] = (float(p[5]), float(p[6]))
+    SIZES = sorted({k[3] for k in lat if k[1] != "barrier"})
+    NPS = sorted({k[2] for k in lat})
+    plot(lat, os.path.join(OUTDIR, "latency.png"))
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--plot-only"]:
+        plot_only()
+    else:
+        main()
