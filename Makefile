@@ -59,8 +59,14 @@ test: deps build
 	$(CARGO) test --release --lib --bins --test abi_header --test launcher 2>&1 | tail -n 40
 	$(CARGO) test --release --test c_suite
 
+# Collective latency and Reduce_local throughput of shmpi vs MPICH vs Open MPI
+# (never part of `make test`). Writes bench/results.md, bench/results.csv and
+# bench/latency.png; about 15 minutes, BENCH_QUICK=1 for a ~2 minute subset.
 bench: deps build
-	@echo "bench: see BENCHMARKS.md"
+	@python3 -c 'import matplotlib' 2>/dev/null || python3 -m pip install -q matplotlib || \
+	  { if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-matplotlib >/dev/null; } || echo "bench: matplotlib unavailable, no plot"
+	python3 bench/run.py
 
 clean:
 	$(CARGO) clean

@@ -1,0 +1,438 @@
+#!/usr/bin/env python3
+"""Build and run the collective benchmarks against shmpi, MPICH and Open MPI.
+
+Builds bench/collbench.c and bench/reduce_local.c once per implementation,
+runs collbench at np 2, 4, 8 (all three implementations interleaved, one
+collective at a time, so drift on a shared machine hits them alike) and
+reduce_local at np 1, then writes:
+
+  bench/results.md   markdown tables (latency per collective, ratios, GB/s)
+  bench/results.csv  every raw measurement
+  bench/latency.png  latency vs size, log-log, one panel per collective x np
+
+Environment: BENCH_QUICK=1 for a ~2 minute subset; BENCH_NP="2 4" to pick the
+process counts; BENCH_OUT=dir to write the outputs elsewhere.
+`bench/run.py --plot-only` redraws latency.png from an existing results.csv.
+"""
+import datetime
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "bench")
+OUTDIR = os.environ.get("BENCH_OUT", BENCH)
+BUILD = os.path.join(ROOT, "target", "bench")
+QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
+
+IMPLS = ["shmpi", "mpich", "openmpi"]
+NICE = {"shmpi": "shmpi", "mpich": "MPICH", "openmpi": "Open MPI"}
+CC = {
+    "shmpi": [os.path.join(ROOT, "build", "bin", "mpicc")],
+    "mpich": ["mpicc.mpich"],
+    "openmpi": ["mpicc.openmpi"],
+}
+# MPICH 4.0.2 (ch4:ucx): MPIR_CVAR_POLLS_BEFORE_YIELD exists and is set to the
+# most yielding value, but the ch4 progress loop of this build never calls
+# sched_yield (checked with strace), so oversubscribed MPICH stays busy-polling.
+ENV = {
+    "shmpi": {},
+    "mpich": {"MPIR_CVAR_POLLS_BEFORE_YIELD": "1"},
+    "openmpi": {},
+}
+
+
+def launcher(impl, np_):
+    if impl == "shmpi":
+        return [os.path.join(ROOT, "build", "bin", "mpiexec"), "-n", str(np_)]
+    if impl == "mpich":
+        return ["mpiexec.mpich", "-n", str(np_)]
+    return ["mpiexec.openmpi", "--allow-run-as-root", "--oversubscribe",
+            "--mca", "mpi_yield_when_idle", "1", "-n", str(np_)]
+
+
+SETTINGS = {
+    "shmpi": "`build/bin/mpiexec -n N` (defaults)",
+    "mpich": "`mpiexec.mpich -n N` with `MPIR_CVAR_POLLS_BEFORE_YIELD=1` "
+             "(no effect in this ch4:ucx build: no sched_yield calls under strace)",
+    "openmpi": "`mpiexec.openmpi --allow-run-as-root --oversubscribe "
+               "--mca mpi_yield_when_idle 1 -n N`",
+}
+
+COLLS = ["reduce", "allreduce", "rsb", "rs", "bcast", "barrier"]
+COLL_TITLE = {
+    "reduce": "MPI_Reduce (root 0)",
+    "allreduce": "MPI_Allreduce",
+    "rsb": "MPI_Reduce_scatter_block",
+    "rs": "MPI_Reduce_scatter (equal counts)",
+    "bcast": "MPI_Bcast",
+    "barrier": "MPI_Barrier",
+}
+
+if QUICK:
+    NPS = [2, 4]
+    SIZES = [8, 4096, 262144, 16777216]
+    CELL_T = "0.06"
+    BATCHES = "5"
+    RL_SIZES = [4096, 2097152, 16777216]
+    RL_T = "0.03"
+    TIMEOUT = 90
+else:
+    NPS = [2, 4, 8]
+    SIZES = [8 * 8 ** i for i in range(8)] + [64 << 20]  # 8 B .. 16 MiB, 64 MiB
+    CELL_T = "0.15"
+    BATCHES = "7"
+    RL_SIZES = [8 * 8 ** i for i in range(8)] + [64 << 20]
+    RL_T = "0.05"
+    TIMEOUT = 300
+if os.environ.get("BENCH_NP"):
+    NPS = [int(x) for x in os.environ["BENCH_NP"].split()]
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def build():
+    os.makedirs(BUILD, exist_ok=True)
+    for impl in IMPLS:
+        for prog, opt in (("collbench", ["-O2"]), ("reduce_local", ["-O3", "-march=native"])):
+            out = os.path.join(BUILD, f"{prog}.{impl}")
+            cmd = CC[impl] + ["-std=c99", "-D_POSIX_C_SOURCE=200809L", *opt,
+                              "-Wall", "-Wextra", "-Werror",
+                              "-o", out, os.path.join(BENCH, prog + ".c")]
+            log("build: " + " ".join(cmd))
+            subprocess.run(cmd, check=True)
+
+
+def run(cmd, env_extra, timeout):
+    """Run in its own process group; on timeout kill the whole group and
+    return what was printed so far.  Returns (stdout, status) where status is
+    'ok', 'timeout' or 'fail'."""
+    env = dict(os.environ)
+    env.update(env_extra)
+    outpath = os.path.join(BUILD, "run.out")
+    with open(outpath, "w") as out:
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env,
+                             start_new_session=True, text=True)
+        try:
+            _, err = p.communicate(timeout=timeout)
+            status = "ok" if p.returncode == 0 else "fail"
+            if status == "fail":
+                log(f"  exit {p.returncode}: {err.strip()[-400:]}")
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            status = "timeout"
+            log("  timeout")
+    with open(outpath) as f:
+        return f.read(), status
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    if v >= 1000:
+        return f"{v:.0f}"
+    if v >= 100:
+        return f"{v:.1f}"
+    if v >= 10:
+        return f"{v:.2f}"
+    return f"{v:.2f}"
+
+
+def human(b):
+    if b == 0:
+        return "-"
+    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= div:
+            return f"{b // div} {unit}"
+    return f"{b} B"
+
+
+def main():
+    t_start = time.time()
+    load0 = os.getloadavg()
+    build()
+
+    # lat[(impl, coll, np, bytes)] = (median_us, min_us); status[(impl, coll, np)]
+    lat = {}
+    status = {}
+    raw = ["kind,impl,op,np,bytes,median_us,min_us,iters"]
+    maxsize = ",".join(str(s) for s in SIZES)
+    for np_ in NPS:
+        for coll in COLLS:
+            for impl in IMPLS:
+                cmd = launcher(impl, np_) + [
+                    os.path.join(BUILD, f"collbench.{impl}"), "-l", impl, "-o", coll,
+                    "-s", maxsize, "-t", CELL_T, "-b", BATCHES]
+                log(f"run: np={np_} {coll} {impl}")
+                t0 = time.time()
+                out, st = run(cmd, ENV[impl], TIMEOUT)
+                status[(impl, coll, np_)] = st
+                for line in out.splitlines():
+                    f = line.split()
+                    if len(f) >= 8 and f[0] == "RESULT":
+                        key = (f[1], f[2], int(f[3]), int(f[4]))
+                        lat[key] = (float(f[5]), float(f[6]))
+                        raw.append("coll," + ",".join(f[1:8]))
+                log(f"  {st} in {time.time() - t0:.1f} s")
+
+    # reduce_local at np 1 (started through each launcher)
+    gbs = {}
+    rl_sizes = ",".join(str(s) for s in RL_SIZES)
+    for impl in IMPLS:
+        cmd = launcher(impl, 1) + [os.path.join(BUILD, f"reduce_local.{impl}"), "-l", impl,
+                                    "-s", rl_sizes, "-t", RL_T]
+        log(f"run: reduce_local {impl}")
+        out, st = run(cmd, ENV[impl], TIMEOUT)
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) >= 8 and f[0] == "RLOCAL":
+                who = f[1]
+                if who in ("cloop", "memcpy"):
+                    who = f"{who}@{impl}"
+                gbs[(who, f[2], f[3], int(f[4]))] = float(f[5])
+                raw.append(f"rlocal,{who},{f[2]}.{f[3]},1,{f[4]},{f[6]},,{f[7]}")
+        status[(impl, "reduce_local", 1)] = st
+
+    load1 = os.getloadavg()
+    elapsed = time.time() - t_start
+    md = report(lat, status, gbs, load0, load1, elapsed)
+    os.makedirs(OUTDIR, exist_ok=True)
+    with open(os.path.join(OUTDIR, "results.md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(OUTDIR, "results.csv"), "w") as f:
+        f.write("\n".join(raw) + "\n")
+    plot(lat, os.path.join(OUTDIR, "latency.png"))
+    print(md)
+    log(f"bench: wrote {OUTDIR}/results.md, results.csv, latency.png in {elapsed:.0f} s")
+
+
+def cell_value(lat, status, impl, coll, np_, b):
+    v = lat.get((impl, coll, np_, b))
+    if v is not None:
+        return v[0]
+    st = status.get((impl, coll, np_), "fail")
+    return "timeout" if st == "timeout" else "fail"
+
+
+def ratio(a, b):
+    if isinstance(a, float) and isinstance(b, float) and b > 0:
+        return f"{a / b:.2f}"
+    return "-"
+
+
+def machine():
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(f.readline().split()[1])
+            mem = f"{kb / (1 << 20):.1f} GiB"
+    except OSError:
+        pass
+    return f"{os.cpu_count()} CPUs ({cpu}), {mem} RAM, {platform.system()} {platform.release()}"
+
+
+def stream_numbers(gbs):
+    """Streaming bandwidth from the largest measured size (median over the
+    three binaries' copies of the C loops)."""
+    big = max(RL_SIZES)
+
+    def med(kind, typ, op):
+        vals = sorted(v for (w, t, o, b), v in gbs.items()
+                      if w.startswith(kind + "@") and t == typ and o == op and b == big)
+        return vals[len(vals) // 2] if vals else None
+
+    return big, med("cloop", "double", "sum"), med("memcpy", "byte", "copy")
+
+
+def report(lat, status, gbs, load0, load1, elapsed):
+    L = []
+    now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    L.append(f"Run {now}, {'quick' if QUICK else 'full'} mode, {elapsed:.0f} s; "
+             f"machine: {machine()}.")
+    L.append(f"Load average before/after: {load0[0]:.2f} / {load1[0]:.2f} "
+             "(other jobs may share the machine).")
+    L.append("")
+    L.append("Settings:")
+    for impl in IMPLS:
+        L.append(f"- {NICE[impl]}: {SETTINGS[impl]}")
+    L.append("")
+    L.append("Latency: median over batches of (batch time / iterations), max over ranks, in "
+             "microseconds. Ratios are shmpi / other: below 1 means shmpi is faster. "
+             "For the reduce-scatter rows the size is each rank's whole send vector "
+             "(each rank receives size/np). `timeout`: the run was killed after "
+             f"{TIMEOUT} s.")
+    L.append("")
+    for coll in COLLS:
+        L.append(f"### {COLL_TITLE[coll]}")
+        L.append("")
+        hdr = ["size"]
+        for np_ in NPS:
+            hdr += [f"np{np_} shmpi", f"np{np_} MPICH", f"np{np_} OMPI",
+                    f"np{np_} s/MPICH", f"np{np_} s/OMPI"]
+        L.append("| " + " | ".join(hdr) + " |")
+        L.append("|" + "---|" * len(hdr))
+        sizes = [0] if coll == "barrier" else SIZES
+        for b in sizes:
+            row = [human(b) if b else "-"]
+            for np_ in NPS:
+                s = cell_value(lat, status, "shmpi", coll, np_, b)
+                m = cell_value(lat, status, "mpich", coll, np_, b)
+                o = cell_value(lat, status, "openmpi", coll, np_, b)
+                row += [fmt(s), fmt(m), fmt(o), ratio(s, m), ratio(s, o)]
+            L.append("| " + " | ".join(row) + " |")
+        L.append("")
+
+    big, cl, mc = stream_numbers(gbs)
+    L.append("### Memory-traffic bound for the largest size")
+    L.append("")
+    if cl:
+        bw = 3 * cl  # a[i] += b[i] moves 3 bytes of traffic per buffer byte
+        L.append(f"Streaming reference at {human(big)}: `a[i] += b[i]` (double, -O3 -march=native) "
+                 f"processes {cl:.2f} GB/s of buffer = {bw:.2f} GB/s of memory traffic "
+                 f"(read a, read b, write a); memcpy {mc:.2f} GB/s = {2 * mc:.2f} GB/s of traffic."
+                 if mc else "")
+        L.append("")
+        L.append("Lower bound on time = bytes the operation must move through memory / "
+                 f"{bw:.2f} GB/s (one core's streaming traffic; the 2 cores share the memory "
+                 "system, so this is an approximate bound, not a hard one). Bytes moved for a "
+                 "vector of B bytes per rank: Reduce (np+1)B (read every input once, write the "
+                 "root's result); Allreduce 2·np·B (every rank reads its B input and writes its "
+                 "B output); Reduce_scatter(_block) (np+1)B (read every input, write B in total); "
+                 "Bcast np·B (read the root's B, write B at each of np-1 others).")
+        L.append("")
+        hdr = ["op", "np", "bound ms"] + [f"{NICE[i]} ms" for i in IMPLS] + \
+              [f"{NICE[i]} / bound" for i in IMPLS]
+        L.append("| " + " | ".join(hdr) + " |")
+        L.append("|" + "---|" * len(hdr))
+        bsz = max(SIZES)
+        for coll in ["reduce", "allreduce", "rsb", "rs", "bcast"]:
+            for np_ in NPS:
+                mult = {"reduce": np_ + 1, "allreduce": 2 * np_, "rsb": np_ + 1,
+                        "rs": np_ + 1, "bcast": np_}[coll]
+                bound_ms = mult * bsz / (bw * 1e9) * 1e3
+                row = [coll, str(np_), f"{bound_ms:.1f}"]
+                vals = [cell_value(lat, status, i, coll, np_, bsz) for i in IMPLS]
+                row += [f"{v / 1e3:.1f}" if isinstance(v, float) else v for v in vals]
+                row += [f"{v / 1e3 / bound_ms:.2f}" if isinstance(v, float) else "-" for v in vals]
+                L.append("| " + " | ".join(row) + " |")
+        L.append("")
+
+    L.append("### MPI_Reduce_local throughput (GB/s of buffer processed, np 1)")
+    L.append("")
+    L.append("GB/s = inout buffer bytes / time per call (each call moves 3x that in memory "
+             "traffic). `C loop` is `a[i] += b[i]` (same type, -O3 -march=native); memcpy moves 2x.")
+    L.append("")
+    show = [s for s in RL_SIZES if s in (4096, 262144, 2097152, 67108864)] or RL_SIZES
+    hdr = ["type.op"]
+    for s in show:
+        hdr += [f"{human(s)} shmpi", f"{human(s)} MPICH", f"{human(s)} OMPI"]
+    L.append("| " + " | ".join(hdr) + " |")
+    L.append("|" + "---|" * len(hdr))
+    combos = []
+    for (w, t, o, b) in gbs:
+        if w in IMPLS and (t, o) not in combos:
+            combos.append((t, o))
+    for t, o in combos:
+        row = [f"{t}.{o}"]
+        for s in show:
+            row += [fmt(gbs.get((i, t, o, s))) for i in IMPLS]
+        L.append("| " + " | ".join(row) + " |")
+        if o == "sum" and t != "double_int":
+            row = [f"{t} C loop"]
+            for s in show:
+                row += [fmt(gbs.get((f"cloop@{i}", t, o, s))) for i in IMPLS]
+            L.append("| " + " | ".join(row) + " |")
+    row = ["memcpy"]
+    for s in show:
+        row += [fmt(gbs.get((f"memcpy@{i}", "byte", "copy", s))) for i in IMPLS]
+    L.append("| " + " | ".join(row) + " |")
+    L.append("")
+    L.append("(`C loop` and `memcpy` rows: the same plain-C code in each of the three "
+             "binaries, so the three columns show run-to-run noise.)")
+    L.append("")
+    return "\n".join(L)
+
+
+def plot(lat, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("bench: matplotlib not available; no plot written")
+        return
+    colls = [c for c in COLLS if c != "barrier"]
+    fig, axes = plt.subplots(len(colls) + 1, len(NPS), figsize=(4.2 * len(NPS), 3.0 * (len(colls) + 1)),
+                             squeeze=False)
+    colors = {"shmpi": "tab:blue", "mpich": "tab:orange", "openmpi": "tab:green"}
+    for r, coll in enumerate(colls):
+        for c, np_ in enumerate(NPS):
+            ax = axes[r][c]
+            for impl in IMPLS:
+                pts = [(b, lat[(impl, coll, np_, b)][0]) for b in SIZES
+                       if (impl, coll, np_, b) in lat]
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", ms=3,
+                            color=colors[impl], label=NICE[impl])
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_title(f"{COLL_TITLE[coll]}, np {np_}", fontsize=9)
+            ax.set_xlabel("bytes", fontsize=8)
+            ax.set_ylabel("µs", fontsize=8)
+            ax.grid(True, which="major", alpha=0.3)
+            ax.tick_params(labelsize=7)
+            if r == 0 and c == 0:
+                ax.legend(fontsize=8)
+    for c, np_ in enumerate(NPS):
+        ax = axes[len(colls)][c]
+        have = [i for i in IMPLS if (i, "barrier", np_, 0) in lat]
+        ax.bar([NICE[i] for i in have], [lat[(i, "barrier", np_, 0)][0] for i in have],
+               color=[colors[i] for i in have])
+        ax.set_yscale("log")
+        if have:
+            ax.set_ylim(bottom=0.1)
+        ax.set_title(f"MPI_Barrier, np {np_}", fontsize=9)
+        ax.set_ylabel("µs", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    log(f"bench: wrote {path}")
+
+
+def plot_only():
+    """Redraw latency.png from an existing results.csv (no measurement)."""
+    global SIZES, NPS
+    lat = {}
+    with open(os.path.join(OUTDIR, "results.csv")) as f:
+        for line in f:
+            p = line.strip().split(",")
+            if p[0] == "coll":
+                lat[(p[1], p[2], int(p[3]), int(p[4]))] = (float(p[5]), float(p[6]))
+    SIZES = sorted({k[3] for k in lat if k[1] != "barrier"})
+    NPS = sorted({k[2] for k in lat})
+    plot(lat, os.path.join(OUTDIR, "latency.png"))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--plot-only"]:
+        plot_only()
+    else:
+        main()
