@@ -232,7 +232,7 @@ pub fn init(required: i32) -> MpiResult<i32> {
 pub fn finalize() -> MpiResult<()> {
     let j = job()?;
     let world = crate::comm::get(MPI_COMM_WORLD)?;
-    crate::coll::barrier(&world)?;
+    crate::coll::run(&world, crate::coll::barrier(&world))?;
     j.arena
         .rank_state(j.rank)
         .store(crate::shm::STATE_FINALIZED, Ordering::Release);

@@ -6,7 +6,7 @@ use crate::comm::Comm;
 use crate::error::MpiResult;
 use crate::p2p::UserBuf;
 
-pub fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
+pub async fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
     let ch = Chan::new(comm)?;
     if ch.n == 1 {
         return Ok(());
@@ -21,7 +21,7 @@ pub fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
         if ch.me == root && len > 0 {
             buf.read_at(start, ch.slice_mut(ch.slot(root, p), len));
         }
-        ch.step()?;
+        ch.step().await?;
         if ch.me != root && len > 0 {
             buf.write_at(start, ch.slice(ch.slot(root, p), len));
         }
@@ -33,12 +33,12 @@ pub fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
 /// sends `buf`; members with `receive` copy it. Members that neither send nor receive
 /// (MPI_PROC_NULL in the root's group) only take part in the steps. The root publishes
 /// the length first, since only it and the receivers know it.
-pub fn bcast_inter(comm: &Comm, buf: UserBuf, root: usize, receive: bool) -> MpiResult<()> {
+pub async fn bcast_inter(comm: &Comm, buf: UserBuf, root: usize, receive: bool) -> MpiResult<()> {
     let ch = Chan::new(comm)?;
     if ch.me == root {
         ch.put_args(&[buf.len() as u64]);
     }
-    ch.step()?;
+    ch.step().await?;
     let total = ch.peer_args(root, 0) as usize;
     if receive && total != buf.len() {
         return Err(crate::error::err(
@@ -58,7 +58,7 @@ pub fn bcast_inter(comm: &Comm, buf: UserBuf, root: usize, receive: bool) -> Mpi
         if ch.me == root {
             buf.read_at(start, ch.slice_mut(ch.slot(root, p), len));
         }
-        ch.step()?;
+        ch.step().await?;
         if receive {
             buf.write_at(start, ch.slice(ch.slot(root, p), len));
         }

@@ -34,12 +34,12 @@ impl Piece {
     }
 }
 
-fn agree_max(ch: &Chan, mine: usize, vary: bool) -> MpiResult<usize> {
+async fn agree_max(ch: &Chan<'_>, mine: usize, vary: bool) -> MpiResult<usize> {
     if !vary {
         return Ok(mine);
     }
     ch.put_args(&[mine as u64]);
-    ch.step()?;
+    ch.step().await?;
     Ok((0..ch.n)
         .map(|i| ch.peer_args(i, 0) as usize)
         .max()
@@ -48,11 +48,11 @@ fn agree_max(ch: &Chan, mine: usize, vary: bool) -> MpiResult<usize> {
 
 /// Every member sends `send` (its own piece, or none); member `me` receives `recv[i]`
 /// from each member i (empty pieces receive nothing). `vary`: lengths may differ.
-pub fn by_sender(comm: &Comm, send: Piece, recv: &[Piece], vary: bool) -> MpiResult<()> {
+pub async fn by_sender(comm: &Comm, send: Piece, recv: &[Piece], vary: bool) -> MpiResult<()> {
     let ch = Chan::new(comm)?;
     let chunk = ch.slot_bytes;
     let longest = if vary {
-        agree_max(&ch, send.len, true)?
+        agree_max(&ch, send.len, true).await?
     } else {
         send.len.max(recv.iter().map(|p| p.len).max().unwrap_or(0))
     };
@@ -66,7 +66,7 @@ pub fn by_sender(comm: &Comm, send: Piece, recv: &[Piece], vary: bool) -> MpiRes
                 .read_at(send.off + start, ch.slice_mut(ch.slot(ch.me, p), len));
         }
         if ch.n > 1 {
-            ch.step()?;
+            ch.step().await?;
         }
         for (i, r) in recv.iter().enumerate() {
             if r.len > start {
@@ -79,7 +79,13 @@ pub fn by_sender(comm: &Comm, send: Piece, recv: &[Piece], vary: bool) -> MpiRes
 }
 
 /// The root sends `send[j]` to each member j; every member receives `recv`.
-pub fn scatter(comm: &Comm, root: usize, send: &[Piece], recv: Piece, vary: bool) -> MpiResult<()> {
+pub async fn scatter(
+    comm: &Comm,
+    root: usize,
+    send: &[Piece],
+    recv: Piece,
+    vary: bool,
+) -> MpiResult<()> {
     let ch = Chan::new(comm)?;
     let chunk = ch.slot_bytes;
     let mine = if ch.me == root {
@@ -88,7 +94,7 @@ pub fn scatter(comm: &Comm, root: usize, send: &[Piece], recv: Piece, vary: bool
         recv.len
     };
     let longest = if vary {
-        agree_max(&ch, mine, true)?
+        agree_max(&ch, mine, true).await?
     } else {
         mine
     };
@@ -106,7 +112,7 @@ pub fn scatter(comm: &Comm, root: usize, send: &[Piece], recv: Piece, vary: bool
             }
         }
         if ch.n > 1 {
-            ch.step()?;
+            ch.step().await?;
         }
         if recv.len > start {
             let len = chunk.min(recv.len - start);
@@ -119,7 +125,7 @@ pub fn scatter(comm: &Comm, root: usize, send: &[Piece], recv: Piece, vary: bool
 
 /// Member `me` sends `send[j]` to each j and receives `recv[i]` from each i.
 /// `in_place`: `send[j]` and `recv[j]` are the same bytes (MPI_IN_PLACE).
-pub fn alltoall(comm: &Comm, send: &[Piece], recv: &[Piece], vary: bool) -> MpiResult<()> {
+pub async fn alltoall(comm: &Comm, send: &[Piece], recv: &[Piece], vary: bool) -> MpiResult<()> {
     let ch = Chan::new(comm)?;
     let n = ch.n;
     // Sub-blocks tile the slot exactly (8-byte aligned); the arena guarantees at least
@@ -131,7 +137,7 @@ pub fn alltoall(comm: &Comm, send: &[Piece], recv: &[Piece], vary: bool) -> MpiR
         .map(|p| p.len)
         .max()
         .unwrap_or(0);
-    let longest = agree_max(&ch, mine, vary)?;
+    let longest = agree_max(&ch, mine, vary).await?;
     let nchunks = longest.div_ceil(sub).max(1);
     for t in 0..nchunks {
         let (_, p) = ch.next_step();
@@ -146,7 +152,7 @@ pub fn alltoall(comm: &Comm, send: &[Piece], recv: &[Piece], vary: bool) -> MpiR
             }
         }
         if n > 1 {
-            ch.step()?;
+            ch.step().await?;
         }
         for (i, r) in recv.iter().enumerate() {
             if r.len > start {

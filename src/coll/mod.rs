@@ -14,13 +14,17 @@
 //! member, and the same bits are copied to everyone who receives them.
 pub mod bcast;
 pub mod gather;
+pub mod nb;
 pub mod reduce;
 
 use crate::comm::Comm;
 use crate::error::MpiResult;
 use crate::runtime::Job;
 use crate::shm::wait::{notify, Backoff};
+use std::future::Future;
+use std::pin::{pin, Pin};
 use std::sync::atomic::Ordering;
+use std::task::{Context, Poll, Waker};
 
 /// A member's handle on the channel of one communicator during one collective.
 pub struct Chan<'a> {
@@ -68,8 +72,11 @@ impl<'a> Chan<'a> {
             .u64_at(self.job.arena.lay.chan_counter(self.comm.ctx, i))
     }
 
-    /// Arrives at the next step and waits until every member has arrived.
-    pub fn step(&self) -> MpiResult<u64> {
+    /// Arrives at the next step; completes when every member has arrived. Never
+    /// blocks: a collective is an `async fn` whose steps are these awaits, so the same
+    /// code runs to completion in place (blocking calls, [`block_on`]) or is polled by
+    /// the progress engine (nonblocking calls, [`nb`]).
+    pub async fn step(&self) -> MpiResult<u64> {
         let s = self.comm.step.fetch_add(1, Ordering::Relaxed) + 1;
         let a = &self.job.arena;
         self.counter(self.me).store(s, Ordering::SeqCst);
@@ -78,18 +85,12 @@ impl<'a> Chan<'a> {
                 notify(a, self.comm.chan_members[j]);
             }
         }
-        let mut first = 0;
-        let mut b = Backoff::new(a, self.job.rank, self.job.policy);
-        loop {
-            while first < self.n && self.counter(first).load(Ordering::Acquire) >= s {
-                first += 1;
-            }
-            if first == self.n {
-                return Ok(s);
-            }
-            crate::p2p::progress();
-            b.pause(|| (first..self.n).all(|j| self.counter(j).load(Ordering::SeqCst) >= s));
+        AllArrived {
+            ch: self,
+            s,
+            first: 0,
         }
+        .await
     }
 
     pub fn write(&self, off: usize, src: &[u8]) {
@@ -129,11 +130,104 @@ impl<'a> Chan<'a> {
 }
 
 /// Barrier: one step.
-pub fn barrier(comm: &Comm) -> MpiResult<()> {
+pub async fn barrier(comm: &Comm) -> MpiResult<()> {
     if comm.chan_members.len() == 1 {
         return Ok(());
     }
-    Chan::new(comm)?.step().map(|_| ())
+    Chan::new(comm)?.step().await.map(|_| ())
+}
+
+/// The future of one step: ready once every member's counter reached `s`.
+struct AllArrived<'a, 'b> {
+    ch: &'a Chan<'b>,
+    s: u64,
+    first: usize,
+}
+
+impl Future for AllArrived<'_, '_> {
+    type Output = MpiResult<u64>;
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        let (n, s) = (self.ch.n, self.s);
+        while self.first < n && self.ch.counter(self.first).load(Ordering::SeqCst) >= s {
+            self.first += 1;
+        }
+        if self.first == n {
+            Poll::Ready(Ok(s))
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+/// Collectives on one communicator run in the order they were issued (the standard's
+/// rule for nonblocking collectives, and what keeps every member on the same step
+/// numbers): each takes a ticket when issued and waits for its turn.
+pub struct Turn<'a> {
+    comm: &'a Comm,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.comm.coll_serving.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// Takes the next ticket of `comm` (at issue time).
+pub fn ticket(comm: &Comm) -> u64 {
+    comm.coll_ticket.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Waits until `ticket` is served; the returned guard passes the turn on when dropped.
+pub async fn turn(comm: &Comm, ticket: u64) -> Turn<'_> {
+    std::future::poll_fn(|_| {
+        if comm.coll_serving.load(Ordering::Acquire) == ticket {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    Turn { comm }
+}
+
+/// Runs a collective to completion in place: polls it, running the progress engine
+/// (point-to-point and outstanding nonblocking collectives) and backing off between
+/// polls, sleeping on the doorbell after a while.
+pub fn block_on<F: Future>(fut: F) -> F::Output {
+    let mut fut = pin!(fut);
+    let waker = Waker::noop();
+    let mut cx = Context::from_waker(waker);
+    if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+        return v;
+    }
+    let job = crate::runtime::job_any().expect("MPI is initialised");
+    let mut b = Backoff::new(&job.arena, job.rank, job.policy);
+    let mut out = None;
+    loop {
+        crate::p2p::progress();
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        b.pause(|| match fut.as_mut().poll(&mut cx) {
+            Poll::Ready(v) => {
+                out = Some(v);
+                true
+            }
+            Poll::Pending => false,
+        });
+        if let Some(v) = out.take() {
+            return v;
+        }
+    }
+}
+
+/// Runs one blocking collective on `comm`: waits for its turn, then runs it.
+pub fn run<F: Future<Output = MpiResult<()>>>(comm: &Comm, fut: F) -> MpiResult<()> {
+    let t = ticket(comm);
+    block_on(async {
+        let _turn = turn(comm, t).await;
+        fut.await
+    })
 }
 
 /// The split of `m` items among `n` members: member `r` gets `[lo, hi)`.

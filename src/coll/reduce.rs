@@ -21,7 +21,7 @@ use crate::error::MpiResult;
 use crate::p2p::UserBuf;
 
 /// `inout = in op inout`, element-wise over whole elements.
-pub type RedFn<'a> = &'a dyn Fn(&[u8], &mut [u8]) -> MpiResult<()>;
+pub type RedFn<'a> = &'a (dyn Fn(&[u8], &mut [u8]) -> MpiResult<()> + Sync);
 
 pub struct Reduction<'a> {
     pub f: RedFn<'a>,
@@ -55,7 +55,7 @@ impl Part {
 
 /// Folds `srcs` (in rank order) into `acc` as the module comment says. `acc` must not
 /// overlap any source.
-fn fold(red: &Reduction, srcs: &[&[u8]], acc: &mut [u8]) -> MpiResult<()> {
+fn fold(red: &Reduction<'_>, srcs: &[&[u8]], acc: &mut [u8]) -> MpiResult<()> {
     let n = srcs.len();
     if n == 0 {
         return Ok(());
@@ -76,7 +76,12 @@ fn fold(red: &Reduction, srcs: &[&[u8]], acc: &mut [u8]) -> MpiResult<()> {
 
 /// The reduction of every member's `total`-byte vector; each member receives the part
 /// its `Part` names.
-pub fn reduce_vector(comm: &Comm, total: usize, red: &Reduction, part: &Part) -> MpiResult<()> {
+pub async fn reduce_vector(
+    comm: &Comm,
+    total: usize,
+    red: &Reduction<'_>,
+    part: &Part,
+) -> MpiResult<()> {
     let ch = Chan::new(comm)?;
     let all: Vec<usize> = (0..ch.n).collect();
     if ch.n == 1 {
@@ -94,16 +99,16 @@ pub fn reduce_vector(comm: &Comm, total: usize, red: &Reduction, part: &Part) ->
         }
         return Ok(());
     }
-    reduce_group(&ch, total, red, part, &all)
+    reduce_group(&ch, total, red, part, &all).await
 }
 
 /// The reduction of the vectors of the channel members `contrib` (in canonical order);
 /// the contributors share the work, and every member whose `Part` names a range
 /// receives it. Every channel member calls this with the same `total` and `contrib`.
-pub fn reduce_group(
-    ch: &Chan,
+pub async fn reduce_group(
+    ch: &Chan<'_>,
     total: usize,
-    red: &Reduction,
+    red: &Reduction<'_>,
     part: &Part,
     contrib: &[usize],
 ) -> MpiResult<()> {
@@ -117,7 +122,7 @@ pub fn reduce_group(
         if total > 0 && my_share.is_some() {
             part.input(0, ch.slice_mut(ch.slot(ch.me, p), total));
         }
-        ch.step()?;
+        ch.step().await?;
         if part.hi > part.lo {
             let srcs: Vec<&[u8]> = contrib
                 .iter()
@@ -139,7 +144,7 @@ pub fn reduce_group(
         if let (Some((start, len)), Some(_)) = (cur, my_share) {
             part.input(start, ch.slice_mut(ch.slot(ch.me, p), len));
         }
-        ch.step()?;
+        ch.step().await?;
         if let Some((start, len, pp)) = prev {
             let lo = part.lo.max(start);
             let hi = part.hi.min(start + len);
@@ -170,10 +175,10 @@ pub fn reduce_group(
 
 /// MPI_Scan (inclusive) and MPI_Exscan: member i receives the fold of members 0..=i
 /// (or 0..i).
-pub fn scan(
+pub async fn scan(
     comm: &Comm,
     total: usize,
-    red: &Reduction,
+    red: &Reduction<'_>,
     send: Option<UserBuf>,
     recv: UserBuf,
     exclusive: bool,
@@ -201,7 +206,7 @@ pub fn scan(
                 None => recv.read_at(start, dst),
             }
         }
-        ch.step()?;
+        ch.step().await?;
         if len > 0 && upto > 0 {
             let srcs: Vec<&[u8]> = (0..upto).map(|i| ch.slice(ch.slot(i, p), len)).collect();
             fold(red, &srcs, &mut recv.as_mut_slice()[start..start + len])?;

@@ -50,11 +50,13 @@ pub fn split(parent: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<C
     if parent.is_inter() {
         return super::inter::split(parent, color, key);
     }
+    let t = crate::coll::ticket(parent);
+    let _turn = crate::coll::block_on(crate::coll::turn(parent, t));
     let ch = Chan::new(parent)?;
     let n = ch.n;
     ch.put_args(&[color as u32 as u64, key as u32 as u64]);
     if n > 1 {
-        ch.step()?;
+        crate::coll::block_on(ch.step())?;
     }
     let colors: Vec<i32> = (0..n)
         .map(|i| {
@@ -87,7 +89,7 @@ pub fn split(parent: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<C
     };
     ch.put_args(&[chan]);
     if n > 1 {
-        ch.step()?;
+        crate::coll::block_on(ch.step())?;
     }
     let Some(m) = mine else { return Ok(None) };
     let ctx = if m[0] == ch.me {

@@ -53,7 +53,7 @@ fn bcast_u64s(c: &Comm, root: usize, v: &mut [u64]) -> MpiResult<()> {
     let mut b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
     // SAFETY: `b` outlives the blocking broadcast.
     let buf = unsafe { UserBuf::new(b.as_mut_ptr(), b.len()) };
-    crate::coll::bcast::bcast(c, buf, root)?;
+    crate::coll::run(c, crate::coll::bcast::bcast(c, buf, root))?;
     for (i, x) in b.chunks_exact(8).enumerate() {
         v[i] = u64::from_le_bytes(x.try_into().unwrap());
     }
@@ -147,9 +147,11 @@ pub fn merge(inter: &Arc<Comm>, high: bool) -> MpiResult<Arc<Comm>> {
             "MPI_Intercomm_merge needs an intercommunicator",
         )
     })?;
+    let t = crate::coll::ticket(inter);
+    let _turn = crate::coll::block_on(crate::coll::turn(inter, t));
     let ch = Chan::new(inter)?;
     ch.put_args(&[high as u64]);
-    ch.step()?;
+    crate::coll::block_on(ch.step())?;
     let local_high = ch.peer_args(inter.chan_of_local(0), 0) != 0;
     let remote_high = ch.peer_args(inter.chan_of_remote(0), 0) != 0;
     let local_first = if local_high == remote_high {
@@ -179,7 +181,7 @@ pub fn merge(inter: &Arc<Comm>, high: bool) -> MpiResult<Arc<Comm>> {
     } else {
         NO_CHANNEL
     }]);
-    ch.step()?;
+    crate::coll::block_on(ch.step())?;
     let ctx = ch.peer_args(first_chan, 0);
     if ctx == NO_CHANNEL {
         return Err(no_channel());
@@ -196,9 +198,11 @@ pub fn merge(inter: &Arc<Comm>, high: bool) -> MpiResult<Arc<Comm>> {
 /// chose that colour; if either side is empty the result is MPI_COMM_NULL.
 pub fn split(inter: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<Comm>>> {
     let remote = inter.remote.as_ref().unwrap();
+    let t = crate::coll::ticket(inter);
+    let _turn = crate::coll::block_on(crate::coll::turn(inter, t));
     let ch = Chan::new(inter)?;
     ch.put_args(&[color as u32 as u64, key as u32 as u64]);
-    ch.step()?;
+    crate::coll::block_on(ch.step())?;
     let arg = |i: usize, k: usize| ch.peer_args(i, k) as u32 as i32;
     let pick = |n: usize, chan_of: &dyn Fn(usize) -> usize, c: i32| {
         let mut m: Vec<usize> = (0..n).filter(|&r| arg(chan_of(r), 0) == c).collect();
@@ -222,7 +226,7 @@ pub fn split(inter: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<Co
     } else {
         NO_CHANNEL
     }]);
-    ch.step()?;
+    crate::coll::block_on(ch.step())?;
     if !both {
         return Ok(None);
     }

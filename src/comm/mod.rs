@@ -34,6 +34,9 @@ pub struct Comm {
     pub step: AtomicU64,
     /// Attributes: (keyval, value).
     pub attrs: Mutex<Vec<(i32, usize)>>,
+    /// Collective tickets: the next to issue, and the one whose turn it is.
+    pub coll_ticket: AtomicU64,
+    pub coll_serving: AtomicU64,
     /// The members of the collective channel, as world ranks: the group for an
     /// intracommunicator; for an intercommunicator both groups, group "A" (the one
     /// whose leader has the smaller world rank) first.
@@ -143,6 +146,8 @@ impl Comm {
             phase: AtomicU64::new(0),
             step: AtomicU64::new(0),
             attrs: Mutex::new(Vec::new()),
+            coll_ticket: AtomicU64::new(0),
+            coll_serving: AtomicU64::new(0),
         }
     }
 }

@@ -108,6 +108,11 @@ pub struct Stage {
     images: Vec<(usize, *mut c_void, usize, TypeInfo)>,
 }
 
+// SAFETY: the raw pointers are the MPI caller's buffers, which the standard keeps valid
+// and untouched by the caller until the (possibly nonblocking) collective completes; the
+// library runs one MPI call at a time (MPI_THREAD_SERIALIZED).
+unsafe impl Send for Stage {}
+
 impl Stage {
     /// The bytes `count` instances at `p` contribute (packed if not contiguous).
     pub fn input(
@@ -351,21 +356,24 @@ impl RedData {
         }
     }
 
-    /// Runs `body` with the engine's view of the operation.
-    pub fn with<R>(
-        &self,
-        body: impl FnOnce(&crate::coll::reduce::Reduction) -> MpiResult<R>,
-    ) -> MpiResult<R> {
+    /// The element-wise function the engine applies (`inout = in op inout`).
+    pub fn func(&self) -> impl Fn(&[u8], &mut [u8]) -> MpiResult<()> + Sync + '_ {
         let dt = self.t.handle;
         let unit = self.unit.max(1);
-        let f = |inv: &[u8], inout: &mut [u8]| {
+        move |inv: &[u8], inout: &mut [u8]| {
             crate::op::apply(&self.op, dt, inv, inout, inv.len() / unit)
-        };
-        let red = crate::coll::reduce::Reduction {
-            f: &f,
+        }
+    }
+
+    /// The engine's view of the operation, over `f` (from [`RedData::func`]).
+    pub fn reduction<'a>(
+        &self,
+        f: crate::coll::reduce::RedFn<'a>,
+    ) -> crate::coll::reduce::Reduction<'a> {
+        crate::coll::reduce::Reduction {
+            f,
             commutative: crate::op::is_commutative(&self.op),
             extent: self.unit,
-        };
-        body(&red)
+        }
     }
 }

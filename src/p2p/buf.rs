@@ -12,6 +12,9 @@ pub struct UserBuf {
 // SAFETY: the buffer belongs to the MPI caller, who keeps it valid until the operation
 // completes; moving the pointer between threads does not access it.
 unsafe impl Send for UserBuf {}
+// SAFETY: sharing the descriptor does not access the buffer; accesses follow MPI's
+// rules for the operation that owns it (one MPI call at a time in this library).
+unsafe impl Sync for UserBuf {}
 
 impl UserBuf {
     /// # Safety

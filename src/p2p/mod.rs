@@ -140,8 +140,10 @@ struct RecvReq {
 enum ReqKind {
     Send(SendReq),
     Recv(RecvReq),
-    /// Already complete (e.g. PROC_NULL, or a finished collective).
+    /// Already complete (e.g. PROC_NULL).
     Done,
+    /// A nonblocking collective, driven by coll::nb.
+    Coll,
 }
 
 struct Req {
@@ -782,13 +784,52 @@ pub fn irecv_into(
     })
 }
 
-/// Runs the progress engine once.
+/// Runs the progress engine once: point-to-point, then the outstanding nonblocking
+/// collectives.
 pub fn progress() {
     let _ = with_engine(|e, job| e.progress(job));
+    crate::coll::nb::poll_all();
+}
+
+/// Registers the request of a nonblocking collective (completed by `complete_coll`).
+pub fn coll_request(comm: &std::sync::Arc<Comm>) -> MpiResult<ReqId> {
+    with_engine(|e, _| {
+        e.alloc(Req {
+            kind: ReqKind::Coll,
+            complete: false,
+            status: Status::empty(),
+            from_world: comm.clone(),
+        })
+    })
+}
+
+/// Completes a nonblocking collective's request, with an error class if it failed.
+pub fn complete_coll(id: ReqId, error: Option<i32>) {
+    let _ = with_engine(|e, _| {
+        if let Some(Some(r)) = e.reqs.get_mut(id) {
+            r.complete = true;
+            r.status.error = error.unwrap_or(MPI_SUCCESS);
+        }
+    });
+}
+
+/// Whether `id` is a nonblocking collective's request.
+pub fn is_coll(id: ReqId) -> bool {
+    with_engine(|e, _| {
+        matches!(
+            e.reqs.get(id),
+            Some(Some(Req {
+                kind: ReqKind::Coll,
+                ..
+            }))
+        )
+    })
+    .unwrap_or(false)
 }
 
 /// Tests a request: Some(status) and frees it if complete.
 pub fn test(id: ReqId) -> MpiResult<Option<Status>> {
+    crate::coll::nb::poll_all();
     with_engine(|e, job| {
         if !e.req(id).complete {
             e.progress(job);
@@ -806,6 +847,7 @@ pub fn test(id: ReqId) -> MpiResult<Option<Status>> {
 
 /// True if request `id` is complete (does not free it).
 pub fn is_complete(id: ReqId) -> bool {
+    crate::coll::nb::poll_all();
     with_engine(|e, job| {
         if !e.req(id).complete {
             e.progress(job);

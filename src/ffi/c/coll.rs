@@ -1,20 +1,65 @@
 //! Collective entry points: validate, convert, call the engine in coll/.
+//!
+//! Every collective is written once as a *plan*: the arguments are checked and staged
+//! synchronously (so argument errors come back from the call itself), and the rest is
+//! an owned `async` body. [`coll_entry!`] makes from one plan both the blocking call
+//! (`MPI_Allreduce`: the body runs to completion in place) and its nonblocking twin
+//! (`MPI_Iallreduce`: the body becomes the request, polled by the progress engine).
 use crate::abi::*;
-
+use crate::coll::nb::CollFuture;
 use crate::coll::reduce::{self, Part};
 use crate::comm::Comm;
-use crate::error::{err, MpiResult};
+use crate::error::{err, MpiError, MpiResult};
 use crate::ffi::check::{self, is_in_place};
 use crate::ffi::typed::{RedData, Stage};
-use crate::mpi_entry;
 use crate::p2p::UserBuf;
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
 
 use super::coll_inter;
 
+/// What a plan hands to the runner: the communicator and the collective's body.
+pub type Plan = MpiResult<(Arc<Comm>, CollFuture)>;
+
+/// Runs a plan in place (the blocking call).
+pub fn run_plan(p: Plan) -> MpiResult<()> {
+    let (c, f) = p?;
+    crate::coll::run(&c, f)
+}
+
+/// Starts a plan as a nonblocking collective and returns its request handle.
+pub fn start_plan(name: &'static str, p: Plan, request: *mut i32) -> MpiResult<()> {
+    if request.is_null() {
+        return Err(err(MPI_ERR_ARG, "request is NULL"));
+    }
+    let (c, f) = p?;
+    let t = crate::coll::ticket(&c);
+    let cc = c.clone();
+    let fut: CollFuture = Box::pin(async move {
+        let _turn = crate::coll::turn(&cc, t).await;
+        f.await
+            .map_err(|e| MpiError::new(e.class, format!("{name}: {}", e.msg)))
+    });
+    let id = crate::coll::nb::start(&c, fut)?;
+    check::out(request, super::p2p::req_handle(id), "request")
+}
+
+/// Exports a blocking collective and its nonblocking twin from one plan function taking
+/// the blocking call's arguments.
+#[macro_export]
+macro_rules! coll_entry {
+    ($mpi:ident, $pmpi:ident, $impi:ident, $ipmpi:ident, $plan:path, $ec:ident, ($($a:ident : $t:ty),* $(,)?)) => {
+        $crate::mpi_entry!($mpi, $pmpi, ($($a: $t),*), errcomm = $ec, {
+            $crate::ffi::c::coll::run_plan($plan($($a),*))
+        });
+        $crate::mpi_entry!($impi, $ipmpi, ($($a: $t,)* request: *mut i32), errcomm = $ec, {
+            $crate::ffi::c::coll::start_plan(stringify!($impi), $plan($($a),*), request)
+        });
+    };
+}
+
 /// An intracommunicator argument (the intercommunicator forms dispatch earlier).
-fn intra(comm: i32) -> MpiResult<Arc<Comm>> {
+pub fn intra(comm: i32) -> MpiResult<Arc<Comm>> {
     let c = check::comm(comm)?;
     if c.is_inter() {
         return Err(err(
@@ -25,11 +70,14 @@ fn intra(comm: i32) -> MpiResult<Arc<Comm>> {
     Ok(c)
 }
 
-mpi_entry!(MPI_Barrier, PMPI_Barrier, (comm: i32), errcomm = comm, {
+fn barrier_plan(comm: i32) -> Plan {
     // Over the channel: both groups of an intercommunicator take part, as required.
     let c = check::comm(comm)?;
-    crate::coll::barrier(&c)
-});
+    let cc = c.clone();
+    Ok((c, Box::pin(async move { crate::coll::barrier(&cc).await })))
+}
+
+coll_entry!(MPI_Barrier, PMPI_Barrier, MPI_Ibarrier, PMPI_Ibarrier, barrier_plan, comm, (comm: i32));
 
 // ---------------------------------------------------------------- reductions
 //
@@ -71,7 +119,25 @@ fn input(
     Ok(Some(s))
 }
 
-mpi_entry!(MPI_Allreduce, PMPI_Allreduce, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32), errcomm = comm, {
+/// The body shared by Reduce, Allreduce and Reduce_scatter(_block): reduce `total` bytes
+/// and deliver `part`, then unpack staged outputs.
+fn reduce_body(c: Arc<Comm>, rd: RedData, st: Stage, total: usize, part: Part) -> CollFuture {
+    Box::pin(async move {
+        let f = rd.func();
+        let red = rd.reduction(&f);
+        reduce::reduce_vector(&c, total, &red, &part).await?;
+        st.finish()
+    })
+}
+
+fn allreduce_plan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: i32,
+    op: i32,
+    comm: i32,
+) -> Plan {
     if check::comm(comm)?.is_inter() {
         return coll_inter::allreduce(&check::comm(comm)?, sendbuf, recvbuf, count, datatype, op);
     }
@@ -80,13 +146,45 @@ mpi_entry!(MPI_Allreduce, PMPI_Allreduce, (sendbuf: *const c_void, recvbuf: *mut
     let total = rd.bytes(n)?;
     let recv = rd.output(&mut st, recvbuf, n, "recvbuf")?;
     let send = input(&rd, &mut st, sendbuf, recvbuf, n, &recv)?;
-    rd.with(|red| reduce::reduce_vector(&c, total, red, &Part { send, recv, lo: 0, hi: total }))?;
-    st.finish()
-});
+    Ok((
+        c.clone(),
+        reduce_body(
+            c,
+            rd,
+            st,
+            total,
+            Part {
+                send,
+                recv,
+                lo: 0,
+                hi: total,
+            },
+        ),
+    ))
+}
 
-mpi_entry!(MPI_Reduce, PMPI_Reduce, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, root: c_int, comm: i32), errcomm = comm, {
+coll_entry!(MPI_Allreduce, PMPI_Allreduce, MPI_Iallreduce, PMPI_Iallreduce, allreduce_plan, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32));
+
+fn reduce_plan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: i32,
+    op: i32,
+    root: c_int,
+    comm: i32,
+) -> Plan {
     if check::comm(comm)?.is_inter() {
-        return coll_inter::reduce(&check::comm(comm)?, sendbuf, recvbuf, count, datatype, op, root);
+        return coll_inter::reduce(
+            &check::comm(comm)?,
+            sendbuf,
+            recvbuf,
+            count,
+            datatype,
+            op,
+            root,
+        );
     }
     let (c, rd, n) = red_args(count, datatype, op, comm)?;
     let root = check::root(root, &c)?;
@@ -98,23 +196,48 @@ mpi_entry!(MPI_Reduce, PMPI_Reduce, (sendbuf: *const c_void, recvbuf: *mut c_voi
         (input(&rd, &mut st, sendbuf, recvbuf, n, &recv)?, recv)
     } else {
         if is_in_place(sendbuf) {
-            return Err(err(MPI_ERR_BUFFER, format!("sendbuf is MPI_IN_PLACE on rank {}, which is not the root ({root})", c.rank)));
+            return Err(err(
+                MPI_ERR_BUFFER,
+                format!(
+                    "sendbuf is MPI_IN_PLACE on rank {}, which is not the root ({root})",
+                    c.rank
+                ),
+            ));
         }
-        (Some(rd.input(&mut st, sendbuf, n, "sendbuf")?), UserBuf::empty())
+        (
+            Some(rd.input(&mut st, sendbuf, n, "sendbuf")?),
+            UserBuf::empty(),
+        )
     };
     let hi = if is_root { total } else { 0 };
-    rd.with(|red| reduce::reduce_vector(&c, total, red, &Part { send, recv, lo: 0, hi }))?;
-    st.finish()
-});
+    Ok((
+        c.clone(),
+        reduce_body(
+            c,
+            rd,
+            st,
+            total,
+            Part {
+                send,
+                recv,
+                lo: 0,
+                hi,
+            },
+        ),
+    ))
+}
+
+coll_entry!(MPI_Reduce, PMPI_Reduce, MPI_Ireduce, PMPI_Ireduce, reduce_plan, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, root: c_int, comm: i32));
 
 /// Reduce-scatter with `counts[i]` instances to rank i.
 fn reduce_scatter_counts(
-    c: &Arc<Comm>,
-    rd: &RedData,
+    c: Arc<Comm>,
+    rd: RedData,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     counts: &[usize],
-) -> MpiResult<()> {
+) -> Plan {
     let me = c.rank;
     let sum: usize = counts.iter().sum();
     let lo_n: usize = counts[..me].iter().sum();
@@ -132,36 +255,68 @@ fn reduce_scatter_counts(
         }
     } else {
         let recv = rd.output(&mut st, recvbuf, counts[me], "recvbuf")?;
-        (input(rd, &mut st, sendbuf, recvbuf, sum, &recv)?, recv)
+        (input(&rd, &mut st, sendbuf, recvbuf, sum, &recv)?, recv)
     };
-    rd.with(|red| {
-        reduce::reduce_vector(
+    Ok((
+        c.clone(),
+        reduce_body(
             c,
+            rd,
+            st,
             total,
-            red,
-            &Part {
+            Part {
                 send,
                 recv,
                 lo,
                 hi: lo + block,
             },
-        )
-    })?;
-    st.finish()
+        ),
+    ))
 }
 
-mpi_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: i32, op: i32, comm: i32), errcomm = comm, {
+fn reduce_scatter_block_plan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: i32,
+    op: i32,
+    comm: i32,
+) -> Plan {
     if check::comm(comm)?.is_inter() {
-        return coll_inter::reduce_scatter_block(&check::comm(comm)?, sendbuf, recvbuf, recvcount, datatype, op);
+        return coll_inter::reduce_scatter_block(
+            &check::comm(comm)?,
+            sendbuf,
+            recvbuf,
+            recvcount,
+            datatype,
+            op,
+        );
     }
     let (c, rd, n) = red_args(recvcount, datatype, op, comm)?;
     let counts = vec![n; c.size()];
-    reduce_scatter_counts(&c, &rd, sendbuf, recvbuf, &counts)
-});
+    reduce_scatter_counts(c, rd, sendbuf, recvbuf, &counts)
+}
 
-mpi_entry!(MPI_Reduce_scatter, PMPI_Reduce_scatter, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: i32, op: i32, comm: i32), errcomm = comm, {
+coll_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, reduce_scatter_block_plan, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: i32, op: i32, comm: i32));
+
+fn reduce_scatter_plan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: i32,
+    op: i32,
+    comm: i32,
+) -> Plan {
     if check::comm(comm)?.is_inter() {
-        return coll_inter::reduce_scatter(&check::comm(comm)?, sendbuf, recvbuf, recvcounts, datatype, op);
+        return coll_inter::reduce_scatter(
+            &check::comm(comm)?,
+            sendbuf,
+            recvbuf,
+            recvcounts,
+            datatype,
+            op,
+        );
     }
     let (c, rd, _) = red_args(0, datatype, op, comm)?;
     let counts = check::array(recvcounts, c.size(), "recvcounts")?
@@ -169,10 +324,13 @@ mpi_entry!(MPI_Reduce_scatter, PMPI_Reduce_scatter, (sendbuf: *const c_void, rec
         .enumerate()
         .map(|(i, &k)| check::count(k, &format!("recvcounts[{i}]")))
         .collect::<MpiResult<Vec<usize>>>()?;
-    reduce_scatter_counts(&c, &rd, sendbuf, recvbuf, &counts)
-});
+    reduce_scatter_counts(c, rd, sendbuf, recvbuf, &counts)
+}
 
-fn scan_entry(
+coll_entry!(MPI_Reduce_scatter, PMPI_Reduce_scatter, MPI_Ireduce_scatter, PMPI_Ireduce_scatter, reduce_scatter_plan, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: i32, op: i32, comm: i32));
+
+fn scan_plan_impl(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: c_int,
@@ -180,23 +338,51 @@ fn scan_entry(
     op: i32,
     comm: i32,
     exclusive: bool,
-) -> MpiResult<()> {
+) -> Plan {
     let (c, rd, n) = red_args(count, datatype, op, comm)?;
     let mut st = Stage::default();
     let total = rd.bytes(n)?;
     let recv = rd.output(&mut st, recvbuf, n, "recvbuf")?;
     let send = input(&rd, &mut st, sendbuf, recvbuf, n, &recv)?;
-    rd.with(|red| reduce::scan(&c, total, red, send, recv, exclusive))?;
-    // MPI_Exscan leaves rank 0's receive buffer undefined: do not write it back.
-    if exclusive && c.rank == 0 {
-        return Ok(());
-    }
-    st.finish()
+    let cc = c.clone();
+    Ok((
+        c,
+        Box::pin(async move {
+            let f = rd.func();
+            let red = rd.reduction(&f);
+            reduce::scan(&cc, total, &red, send, recv, exclusive).await?;
+            // MPI_Exscan leaves rank 0's receive buffer undefined: do not write it back.
+            if exclusive && cc.rank == 0 {
+                return Ok(());
+            }
+            st.finish()
+        }),
+    ))
 }
 
-mpi_entry!(MPI_Scan, PMPI_Scan, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32), errcomm = comm, {
-    scan_entry(sendbuf, recvbuf, count, datatype, op, comm, false)
-});
-mpi_entry!(MPI_Exscan, PMPI_Exscan, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32), errcomm = comm, {
-    scan_entry(sendbuf, recvbuf, count, datatype, op, comm, true)
-});
+fn scan_plan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: i32,
+    op: i32,
+    comm: i32,
+) -> Plan {
+    scan_plan_impl(sendbuf, recvbuf, count, datatype, op, comm, false)
+}
+
+fn exscan_plan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: i32,
+    op: i32,
+    comm: i32,
+) -> Plan {
+    scan_plan_impl(sendbuf, recvbuf, count, datatype, op, comm, true)
+}
+
+coll_entry!(MPI_Scan, PMPI_Scan, MPI_Iscan, PMPI_Iscan, scan_plan, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32));
+coll_entry!(MPI_Exscan, PMPI_Exscan, MPI_Iexscan, PMPI_Iexscan, exscan_plan, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32));

@@ -3,6 +3,7 @@
 //! group. Reductions keep the canonical-order, bitwise-identical promise: each group's
 //! reduction is folded over its ranks 0..n-1 in order, by its own members, and copied to
 //! every receiver of the other group.
+use super::coll::Plan;
 use crate::abi::*;
 use crate::coll::reduce::{self, Part, Reduction};
 use crate::coll::Chan;
@@ -67,140 +68,162 @@ pub fn reduce(
     datatype: i32,
     op: i32,
     root: c_int,
-) -> MpiResult<()> {
+) -> Plan {
     let role = role(c, root)?;
-    let ch = Chan::new(c)?;
     let mut st = Stage::default();
-    // The root publishes the vector length (its group's other members do not know it).
-    let (mine, is_root, rd) = match role {
+    // Arguments are checked now; the root discovery and length agreement are steps.
+    let (mine, is_root, rd, buf) = match role {
         Role::Root => {
             let rd = RedData::new(datatype, op)?;
-            (rd.bytes(check::count(count, "count")?)?, true, Some(rd))
-        }
-        Role::Peer(_) => (0, false, Some(RedData::new(datatype, op)?)),
-        Role::Idle => (0, false, None),
-    };
-    let root_chan = super::coll_move::find_root(&ch, is_root)?;
-    ch.put_args(&[mine as u64]);
-    ch.step()?;
-    let total = ch.peer_args(root_chan, 0) as usize;
-    match (role, rd) {
-        (Role::Root, Some(rd)) => {
-            // The root folds in the one-step path, so it needs the real operation.
             let n = check::count(count, "count")?;
             let recv = rd.output(&mut st, recvbuf, n, "recvbuf")?;
-            let contrib = remote_chans(c);
-            rd.with(|redn| {
-                reduce::reduce_group(
-                    &ch,
-                    total,
-                    redn,
-                    &Part {
-                        send: None,
-                        recv,
-                        lo: 0,
-                        hi: total,
-                    },
-                    &contrib,
-                )
-            })?;
+            (rd.bytes(n)?, true, Some(rd), recv)
         }
-        (Role::Peer(r), Some(rd)) => {
-            if c.chan_of_remote(r) != root_chan {
-                return Err(err(
-                    MPI_ERR_ROOT,
-                    format!("root={r} but another remote process passed MPI_ROOT"),
-                ));
-            }
+        Role::Peer(_) => {
             no_in_place(sendbuf, "sendbuf")?;
+            let rd = RedData::new(datatype, op)?;
             let n = check::count(count, "count")?;
-            let bytes = rd.bytes(n)?;
-            if bytes != total {
-                return Err(err(
-                    MPI_ERR_COUNT,
-                    format!("this process reduces {bytes} bytes but the root expects {total}"),
-                ));
-            }
             let send = rd.input(&mut st, sendbuf, n, "sendbuf")?;
-            let contrib = local_chans(c);
-            rd.with(|redn| {
-                reduce::reduce_group(
-                    &ch,
-                    total,
-                    redn,
-                    &Part {
-                        send: Some(send),
-                        recv: UserBuf::empty(),
-                        lo: 0,
-                        hi: 0,
-                    },
-                    &contrib,
-                )
-            })?;
+            (rd.bytes(n)?, false, Some(rd), send)
         }
-        _ => {
-            let contrib = remote_chans(c);
-            // Any extent divides the agreed length in the steps; nothing is folded here.
-            let redn = Reduction {
-                f: &idle_fold,
-                commutative: true,
-                extent: 1,
-            };
-            reduce::reduce_group(
-                &ch,
-                total,
-                &redn,
-                &Part {
-                    send: None,
-                    recv: UserBuf::empty(),
-                    lo: 0,
-                    hi: 0,
-                },
-                &contrib,
-            )?;
-        }
-    }
-    st.finish()
+        Role::Idle => (0, false, None, UserBuf::empty()),
+    };
+    let cc = c.clone();
+    Ok((
+        c.clone(),
+        Box::pin(async move {
+            let c = &cc;
+            let ch = Chan::new(c)?;
+            let root_chan = super::coll_move::find_root(&ch, is_root).await?;
+            ch.put_args(&[mine as u64]);
+            ch.step().await?;
+            let total = ch.peer_args(root_chan, 0) as usize;
+            match (role, rd) {
+                (Role::Root, Some(rd)) => {
+                    let f = rd.func();
+                    let red = rd.reduction(&f);
+                    let contrib = remote_chans(c);
+                    // The root folds in the one-step path, so it needs the real operation.
+                    reduce::reduce_group(
+                        &ch,
+                        total,
+                        &red,
+                        &Part {
+                            send: None,
+                            recv: buf,
+                            lo: 0,
+                            hi: total,
+                        },
+                        &contrib,
+                    )
+                    .await?;
+                }
+                (Role::Peer(r), Some(rd)) => {
+                    if c.chan_of_remote(r) != root_chan {
+                        return Err(err(
+                            MPI_ERR_ROOT,
+                            format!("root={r} but another remote process passed MPI_ROOT"),
+                        ));
+                    }
+                    if mine != total {
+                        return Err(err(
+                            MPI_ERR_COUNT,
+                            format!(
+                                "this process reduces {mine} bytes but the root expects {total}"
+                            ),
+                        ));
+                    }
+                    let f = rd.func();
+                    let red = rd.reduction(&f);
+                    let contrib = local_chans(c);
+                    reduce::reduce_group(
+                        &ch,
+                        total,
+                        &red,
+                        &Part {
+                            send: Some(buf),
+                            recv: UserBuf::empty(),
+                            lo: 0,
+                            hi: 0,
+                        },
+                        &contrib,
+                    )
+                    .await?;
+                }
+                _ => {
+                    let contrib = remote_chans(c);
+                    // Any extent divides the agreed length in the steps; nothing is folded here.
+                    let redn = Reduction {
+                        f: &idle_fold,
+                        commutative: true,
+                        extent: 1,
+                    };
+                    reduce::reduce_group(
+                        &ch,
+                        total,
+                        &redn,
+                        &Part {
+                            send: None,
+                            recv: UserBuf::empty(),
+                            lo: 0,
+                            hi: 0,
+                        },
+                        &contrib,
+                    )
+                    .await?;
+                }
+            }
+            st.finish()
+        }),
+    ))
 }
 
 /// Two passes: group A's reduction to B, then B's to A. `lo..hi` is this process's
 /// byte range of the other group's reduced vector.
 fn both_ways(
     c: &Arc<Comm>,
-    rd: &RedData,
+    rd: RedData,
+    st: Stage,
     total: usize,
     send: UserBuf,
     recv: UserBuf,
     lo: usize,
     hi: usize,
-) -> MpiResult<()> {
-    let ch = Chan::new(c)?;
-    let (a, b): (Vec<usize>, Vec<usize>) = if c.local_is_a {
-        (local_chans(c), remote_chans(c))
-    } else {
-        (remote_chans(c), local_chans(c))
-    };
-    rd.with(|redn| {
-        for (contrib, i_contribute) in [(&a, c.local_is_a), (&b, !c.local_is_a)] {
-            let part = if i_contribute {
-                Part {
-                    send: Some(send),
-                    recv: UserBuf::empty(),
-                    lo: 0,
-                    hi: 0,
-                }
+) -> Plan {
+    let cc = c.clone();
+    Ok((
+        c.clone(),
+        Box::pin(async move {
+            let c = &cc;
+            let ch = Chan::new(c)?;
+            let (a, b): (Vec<usize>, Vec<usize>) = if c.local_is_a {
+                (local_chans(c), remote_chans(c))
             } else {
-                Part {
-                    send: Some(send),
-                    recv,
-                    lo,
-                    hi,
-                }
+                (remote_chans(c), local_chans(c))
             };
-            reduce::reduce_group(&ch, total, redn, &part, contrib)?;
-        }
-        Ok(())
-    })
+            let f = rd.func();
+            let red = rd.reduction(&f);
+            for (contrib, i_contribute) in [(&a, c.local_is_a), (&b, !c.local_is_a)] {
+                let part = if i_contribute {
+                    Part {
+                        send: Some(send),
+                        recv: UserBuf::empty(),
+                        lo: 0,
+                        hi: 0,
+                    }
+                } else {
+                    Part {
+                        send: Some(send),
+                        recv,
+                        lo,
+                        hi,
+                    }
+                };
+                reduce::reduce_group(&ch, total, &red, &part, contrib).await?;
+            }
+            st.finish()
+        }),
+    ))
 }
 
 pub fn allreduce(
@@ -210,7 +233,7 @@ pub fn allreduce(
     count: c_int,
     datatype: i32,
     op: i32,
-) -> MpiResult<()> {
+) -> Plan {
     no_in_place(sendbuf, "sendbuf")?;
     let rd = RedData::new(datatype, op)?;
     let n = check::count(count, "count")?;
@@ -218,8 +241,7 @@ pub fn allreduce(
     let mut st = Stage::default();
     let send = rd.input(&mut st, sendbuf, n, "sendbuf")?;
     let recv = rd.output(&mut st, recvbuf, n, "recvbuf")?;
-    both_ways(c, &rd, total, send, recv, 0, total)?;
-    st.finish()
+    both_ways(c, rd, st, total, send, recv, 0, total)
 }
 
 /// Reduce-scatter across the groups: my group's vector of `sum(counts)` instances; I
@@ -231,7 +253,7 @@ fn scatter_counts(
     counts: &[usize],
     datatype: i32,
     op: i32,
-) -> MpiResult<()> {
+) -> Plan {
     no_in_place(sendbuf, "sendbuf")?;
     let rd = RedData::new(datatype, op)?;
     let sum: usize = counts.iter().sum();
@@ -241,8 +263,7 @@ fn scatter_counts(
     let mut st = Stage::default();
     let send = rd.input(&mut st, sendbuf, sum, "sendbuf")?;
     let recv = rd.output(&mut st, recvbuf, counts[c.rank], "recvbuf")?;
-    both_ways(c, &rd, total, send, recv, lo, lo + block)?;
-    st.finish()
+    both_ways(c, rd, st, total, send, recv, lo, lo + block)
 }
 
 pub fn reduce_scatter_block(
@@ -252,7 +273,7 @@ pub fn reduce_scatter_block(
     recvcount: c_int,
     datatype: i32,
     op: i32,
-) -> MpiResult<()> {
+) -> Plan {
     let n = check::count(recvcount, "recvcount")?;
     scatter_counts(c, sendbuf, recvbuf, &vec![n; c.size()], datatype, op)
 }
@@ -264,7 +285,7 @@ pub fn reduce_scatter(
     recvcounts: *const c_int,
     datatype: i32,
     op: i32,
-) -> MpiResult<()> {
+) -> Plan {
     let counts = check::array(recvcounts, c.size(), "recvcounts")?
         .iter()
         .enumerate()

@@ -6,15 +6,16 @@
 //! bytes, others travel packed and are unpacked at the end. Pieces are indexed by
 //! channel member (coll/gather.rs), which for an intercommunicator maps remote rank k to
 //! the remote group's channel positions.
+use super::coll::Plan;
 use super::coll_inter::{role, Role};
 use crate::abi::*;
 use crate::coll::gather::{self, Piece};
+use crate::coll::nb::CollFuture;
 use crate::coll::Chan;
 use crate::comm::Comm;
 use crate::error::{err, MpiResult};
 use crate::ffi::check::{self, is_in_place, TypeInfo};
 use crate::ffi::typed::{offset, Stage};
-use crate::mpi_entry;
 use crate::p2p::UserBuf;
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
@@ -120,38 +121,77 @@ fn remote(c: &Comm) -> impl Fn(usize) -> usize + '_ {
 
 // ---------------------------------------------------------------- Bcast
 
-mpi_entry!(MPI_Bcast, PMPI_Bcast, (buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, comm: i32), errcomm = comm, {
+fn bcast_plan(buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, comm: i32) -> Plan {
     let c = check::comm(comm)?;
     let mut st = Stage::default();
+    let cc = c.clone();
     if c.is_inter() {
         let r = role(&c, root)?;
         let (buf, is_root, receive) = match r {
-            Role::Root => (st.input(buffer, check::count(count, "count")?, &check::datatype(datatype, "datatype")?, "buffer")?, true, false),
-            Role::Peer(_) => (st.output(buffer, check::count(count, "count")?, &check::datatype(datatype, "datatype")?, "buffer")?, false, true),
+            Role::Root => (
+                st.input(
+                    buffer,
+                    check::count(count, "count")?,
+                    &check::datatype(datatype, "datatype")?,
+                    "buffer",
+                )?,
+                true,
+                false,
+            ),
+            Role::Peer(_) => (
+                st.output(
+                    buffer,
+                    check::count(count, "count")?,
+                    &check::datatype(datatype, "datatype")?,
+                    "buffer",
+                )?,
+                false,
+                true,
+            ),
             Role::Idle => (UserBuf::empty(), false, false),
         };
-        let ch = Chan::new(&c)?;
-        let root_chan = find_root(&ch, is_root)?;
-        if let Role::Peer(r) = r {
-            if c.chan_of_remote(r) != root_chan {
-                return Err(err(MPI_ERR_ROOT, format!("root={r} is not the remote process that passed MPI_ROOT")));
-            }
-        }
-        crate::coll::bcast::bcast_inter(&c, buf, root_chan, receive)?;
-        return st.finish();
+        return Ok((
+            c,
+            Box::pin(async move {
+                let ch = Chan::new(&cc)?;
+                let root_chan = find_root(&ch, is_root).await?;
+                if let Role::Peer(r) = r {
+                    if cc.chan_of_remote(r) != root_chan {
+                        return Err(err(
+                            MPI_ERR_ROOT,
+                            format!("root={r} is not the remote process that passed MPI_ROOT"),
+                        ));
+                    }
+                }
+                crate::coll::bcast::bcast_inter(&cc, buf, root_chan, receive).await?;
+                st.finish()
+            }),
+        ));
     }
     let n = check::count(count, "count")?;
     let t = check::datatype(datatype, "datatype")?;
     let root = check::root(root, &c)?;
-    let b = if c.rank == root { st.input(buffer, n, &t, "buffer")? } else { st.output(buffer, n, &t, "buffer")? };
-    crate::coll::bcast::bcast(&c, b, root)?;
-    st.finish()
-});
+    let b = if c.rank == root {
+        st.input(buffer, n, &t, "buffer")?
+    } else {
+        st.output(buffer, n, &t, "buffer")?
+    };
+    Ok((
+        c,
+        Box::pin(async move {
+            crate::coll::bcast::bcast(&cc, b, root).await?;
+            st.finish()
+        }),
+    ))
+}
+
+crate::coll_entry!(MPI_Bcast, PMPI_Bcast, MPI_Ibcast, PMPI_Ibcast, bcast_plan, comm,
+    (buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, comm: i32));
 
 /// Finds the channel index of the process that passed MPI_ROOT (one step).
-pub fn find_root(ch: &Chan, me_root: bool) -> MpiResult<usize> {
+pub async fn find_root(ch: &Chan<'_>, me_root: bool) -> MpiResult<usize> {
     ch.put_args(&[me_root as u64]);
-    ch.step()?;
+    ch.step().await?;
     (0..ch.n)
         .find(|&i| ch.peer_args(i, 0) == 1)
         .ok_or_else(|| err(MPI_ERR_ROOT, "no process passed root=MPI_ROOT"))
@@ -169,7 +209,7 @@ fn gather_like(
     recv: Option<Side>,
     root: Option<c_int>,
     vary: bool,
-) -> MpiResult<()> {
+) -> Plan {
     let n = c.chan_members.len();
     let mut st = Stage::default();
     if c.is_inter() {
@@ -204,8 +244,7 @@ fn gather_like(
             }
             _ => vec![Piece::none(); n],
         };
-        gather::by_sender(c, send, &rv, true)?;
-        return st.finish();
+        return Ok(by_sender_body(c, send, rv, true, st));
     }
     let me = c.rank;
     let receives = root.is_none_or(|r| r as usize == me);
@@ -247,8 +286,24 @@ fn gather_like(
     } else {
         vec![Piece::none(); n]
     };
-    gather::by_sender(c, send, &rv, vary)?;
-    st.finish()
+    Ok(by_sender_body(c, send, rv, vary, st))
+}
+
+fn by_sender_body(
+    c: &Arc<Comm>,
+    send: Piece,
+    recv: Vec<Piece>,
+    vary: bool,
+    st: Stage,
+) -> (Arc<Comm>, CollFuture) {
+    let cc = c.clone();
+    (
+        c.clone(),
+        Box::pin(async move {
+            gather::by_sender(&cc, send, &recv, vary).await?;
+            st.finish()
+        }),
+    )
 }
 
 /// The receive side of a rooted gather, significant only where this process receives.
@@ -269,29 +324,113 @@ fn root_recv<F: FnOnce(usize) -> MpiResult<Side>>(
     }
 }
 
-mpi_entry!(MPI_Gather, PMPI_Gather, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32), errcomm = comm, {
+fn gather_plan(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: i32,
+    root: c_int,
+    comm: i32,
+) -> Plan {
     let c = check::comm(comm)?;
     let recv = root_recv(&c, root, |m| uniform(recvcount, recvtype, m, "recv"))?;
-    gather_like(&c, sendbuf, sendcount, sendtype, recvbuf, recv, Some(root), false)
-});
+    gather_like(
+        &c,
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recv,
+        Some(root),
+        false,
+    )
+}
 
-mpi_entry!(MPI_Gatherv, PMPI_Gatherv, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: i32, root: c_int, comm: i32), errcomm = comm, {
+crate::coll_entry!(MPI_Gather, PMPI_Gather, MPI_Igather, PMPI_Igather, gather_plan, comm,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32));
+
+fn gatherv_plan(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: i32,
+    root: c_int,
+    comm: i32,
+) -> Plan {
     let c = check::comm(comm)?;
     let recv = root_recv(&c, root, |m| vside(recvcounts, displs, recvtype, m, "recv"))?;
-    gather_like(&c, sendbuf, sendcount, sendtype, recvbuf, recv, Some(root), true)
-});
+    gather_like(
+        &c,
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        recv,
+        Some(root),
+        true,
+    )
+}
 
-mpi_entry!(MPI_Allgather, PMPI_Allgather, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, comm: i32), errcomm = comm, {
+crate::coll_entry!(MPI_Gatherv, PMPI_Gatherv, MPI_Igatherv, PMPI_Igatherv, gatherv_plan, comm,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: i32, root: c_int, comm: i32));
+
+fn allgather_plan(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: i32,
+    comm: i32,
+) -> Plan {
     let c = check::comm(comm)?;
     let recv = uniform(recvcount, recvtype, c.peer_size(), "recv")?;
-    gather_like(&c, sendbuf, sendcount, sendtype, recvbuf, Some(recv), None, c.is_inter())
-});
+    gather_like(
+        &c,
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        Some(recv),
+        None,
+        c.is_inter(),
+    )
+}
 
-mpi_entry!(MPI_Allgatherv, PMPI_Allgatherv, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: i32, comm: i32), errcomm = comm, {
+crate::coll_entry!(MPI_Allgather, PMPI_Allgather, MPI_Iallgather, PMPI_Iallgather, allgather_plan, comm,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, comm: i32));
+
+fn allgatherv_plan(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: i32,
+    comm: i32,
+) -> Plan {
     let c = check::comm(comm)?;
     let recv = vside(recvcounts, displs, recvtype, c.peer_size(), "recv")?;
-    gather_like(&c, sendbuf, sendcount, sendtype, recvbuf, Some(recv), None, true)
-});
+    gather_like(
+        &c,
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        Some(recv),
+        None,
+        true,
+    )
+}
+
+crate::coll_entry!(MPI_Allgatherv, PMPI_Allgatherv, MPI_Iallgatherv, PMPI_Iallgatherv, allgatherv_plan, comm,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: i32, comm: i32));
 
 // ---------------------------------------------------------------- Scatter(v)
 
@@ -304,7 +443,7 @@ fn scatter_like(
     recvtype: i32,
     root: c_int,
     vary: bool,
-) -> MpiResult<()> {
+) -> Plan {
     let n = c.chan_members.len();
     let mut st = Stage::default();
     if c.is_inter() {
@@ -338,10 +477,17 @@ fn scatter_like(
         } else {
             Piece::none()
         };
-        let ch = Chan::new(c)?;
-        let root_chan = find_root(&ch, matches!(r, Role::Root))?;
-        gather::scatter(c, root_chan, &sv, rv, true)?;
-        return st.finish();
+        let is_root = matches!(r, Role::Root);
+        let cc = c.clone();
+        return Ok((
+            c.clone(),
+            Box::pin(async move {
+                let ch = Chan::new(&cc)?;
+                let root_chan = find_root(&ch, is_root).await?;
+                gather::scatter(&cc, root_chan, &sv, rv, true).await?;
+                st.finish()
+            }),
+        ));
     }
     let me = c.rank;
     let root = check::root(root, c)?;
@@ -375,8 +521,14 @@ fn scatter_like(
             "recvbuf",
         )?)
     };
-    gather::scatter(c, root, &sv, rv, vary)?;
-    st.finish()
+    let cc = c.clone();
+    Ok((
+        c.clone(),
+        Box::pin(async move {
+            gather::scatter(&cc, root, &sv, rv, vary).await?;
+            st.finish()
+        }),
+    ))
 }
 
 /// The send side of a rooted scatter, significant only at the root.
@@ -388,17 +540,42 @@ fn root_send<F: FnOnce(usize) -> MpiResult<Side>>(
     root_recv(c, root, make)
 }
 
-mpi_entry!(MPI_Scatter, PMPI_Scatter, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32), errcomm = comm, {
+fn scatter_plan(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: i32,
+    root: c_int,
+    comm: i32,
+) -> Plan {
     let c = check::comm(comm)?;
     let send = root_send(&c, root, |m| uniform(sendcount, sendtype, m, "send"))?;
     scatter_like(&c, sendbuf, send, recvbuf, recvcount, recvtype, root, false)
-});
+}
 
-mpi_entry!(MPI_Scatterv, PMPI_Scatterv, (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32), errcomm = comm, {
+crate::coll_entry!(MPI_Scatter, PMPI_Scatter, MPI_Iscatter, PMPI_Iscatter, scatter_plan, comm,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32));
+
+fn scatterv_plan(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: i32,
+    root: c_int,
+    comm: i32,
+) -> Plan {
     let c = check::comm(comm)?;
     let send = root_send(&c, root, |m| vside(sendcounts, displs, sendtype, m, "send"))?;
     scatter_like(&c, sendbuf, send, recvbuf, recvcount, recvtype, root, true)
-});
+}
+
+crate::coll_entry!(MPI_Scatterv, PMPI_Scatterv, MPI_Iscatterv, PMPI_Iscatterv, scatterv_plan, comm,
+    (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32));
 
 // ---------------------------------------------------------------- Alltoall(v, w)
 
@@ -409,7 +586,7 @@ fn alltoall_like(
     recvbuf: *mut c_void,
     recv: Side,
     vary: bool,
-) -> MpiResult<()> {
+) -> Plan {
     let n = c.chan_members.len();
     let mut st = Stage::default();
     let chan: Box<dyn Fn(usize) -> usize> = if c.is_inter() {
@@ -449,30 +626,85 @@ fn alltoall_like(
         }
     };
     let rv = stage_side(&mut st, recvbuf, &recv, true, n, &*chan, skip, "recvbuf")?;
-    gather::alltoall(c, &sv, &rv, vary)?;
-    st.finish()
+    let cc = c.clone();
+    Ok((
+        c.clone(),
+        Box::pin(async move {
+            gather::alltoall(&cc, &sv, &rv, vary).await?;
+            st.finish()
+        }),
+    ))
 }
 
-mpi_entry!(MPI_Alltoall, PMPI_Alltoall, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, comm: i32), errcomm = comm, {
+fn alltoall_plan(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: i32,
+    comm: i32,
+) -> Plan {
     let c = check::comm(comm)?;
     let m = c.peer_size();
     let recv = uniform(recvcount, recvtype, m, "recv")?;
-    let send = if is_in_place(sendbuf) { None } else { Some(uniform(sendcount, sendtype, m, "send")?) };
+    let send = if is_in_place(sendbuf) {
+        None
+    } else {
+        Some(uniform(sendcount, sendtype, m, "send")?)
+    };
     alltoall_like(&c, sendbuf, send, recvbuf, recv, c.is_inter())
-});
+}
 
-mpi_entry!(MPI_Alltoallv, PMPI_Alltoallv, (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: i32, comm: i32), errcomm = comm, {
+crate::coll_entry!(MPI_Alltoall, PMPI_Alltoall, MPI_Ialltoall, PMPI_Ialltoall, alltoall_plan, comm,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, comm: i32));
+
+fn alltoallv_plan(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: i32,
+    comm: i32,
+) -> Plan {
     let c = check::comm(comm)?;
     let m = c.peer_size();
     let recv = vside(recvcounts, rdispls, recvtype, m, "recv")?;
-    let send = if is_in_place(sendbuf) { None } else { Some(vside(sendcounts, sdispls, sendtype, m, "send")?) };
+    let send = if is_in_place(sendbuf) {
+        None
+    } else {
+        Some(vside(sendcounts, sdispls, sendtype, m, "send")?)
+    };
     alltoall_like(&c, sendbuf, send, recvbuf, recv, true)
-});
+}
 
-mpi_entry!(MPI_Alltoallw, PMPI_Alltoallw, (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const i32, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const i32, comm: i32), errcomm = comm, {
+crate::coll_entry!(MPI_Alltoallv, PMPI_Alltoallv, MPI_Ialltoallv, PMPI_Ialltoallv, alltoallv_plan, comm,
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: i32, comm: i32));
+
+fn alltoallw_plan(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const i32,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const i32,
+    comm: i32,
+) -> Plan {
     let c = check::comm(comm)?;
     let m = c.peer_size();
     let recv = wside(recvcounts, rdispls, recvtypes, m, "recv")?;
-    let send = if is_in_place(sendbuf) { None } else { Some(wside(sendcounts, sdispls, sendtypes, m, "send")?) };
+    let send = if is_in_place(sendbuf) {
+        None
+    } else {
+        Some(wside(sendcounts, sdispls, sendtypes, m, "send")?)
+    };
     alltoall_like(&c, sendbuf, send, recvbuf, recv, true)
-});
+}
+
+crate::coll_entry!(MPI_Alltoallw, PMPI_Alltoallw, MPI_Ialltoallw, PMPI_Ialltoallw, alltoallw_plan, comm,
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const i32, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const i32, comm: i32));

@@ -145,7 +145,7 @@ mpi_entry!(MPI_Comm_disconnect, PMPI_Comm_disconnect, (comm: *mut i32), errcomm 
     let h = check::inp(comm, "comm")?;
     let c = check::comm(h)?;
     if !c.is_inter() {
-        crate::coll::barrier(&c)?;
+        crate::coll::run(&c, crate::coll::barrier(&c))?;
     }
     free_comm(comm)
 });

@@ -68,6 +68,23 @@ pub fn req_id(h: i32) -> MpiResult<Option<usize>> {
     }
 }
 
+/// The error of a completed request: a nonblocking collective's own message, or the
+/// status's error.
+fn request_error(id: usize, st: &Status) -> MpiResult<()> {
+    if let Some(e) = crate::coll::nb::take_error(id) {
+        return Err(e);
+    }
+    status_error(st)
+}
+
+/// Rejects operations the standard forbids on a nonblocking collective's request.
+fn not_collective(id: usize, what: &str) -> MpiResult<()> {
+    if p2p::is_coll(id) {
+        return Err(err(MPI_ERR_REQUEST, format!("{what} is not allowed on the request of a nonblocking collective (wait for it or test it instead)")));
+    }
+    Ok(())
+}
+
 fn status_error(st: &Status) -> MpiResult<()> {
     if st.error != MPI_SUCCESS {
         let msg = if st.error == MPI_ERR_TRUNCATE {
@@ -274,7 +291,7 @@ fn wait_one(req: *mut i32, status: *mut CStatus) -> MpiResult<()> {
             let st = p2p::wait(id)?;
             check::out(req, MPI_REQUEST_NULL, "request")?;
             put_status(status, &st);
-            status_error(&st)
+            request_error(id, &st)
         }
     }
 }
@@ -294,7 +311,7 @@ mpi_entry!(MPI_Test, PMPI_Test, (request: *mut i32, flag: *mut c_int, status: *m
                 check::out(request, MPI_REQUEST_NULL, "request")?;
                 put_status(status, &st);
                 check::out(flag, 1, "flag")?;
-                status_error(&st)
+                request_error(id, &st)
             }
             None => check::out(flag, 0, "flag"),
         },
@@ -508,6 +525,7 @@ mpi_entry!(MPI_Request_free, PMPI_Request_free, (request: *mut i32), errcomm = M
     match req_id(h)? {
         None => Err(err(MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL")),
         Some(id) => {
+            not_collective(id, "MPI_Request_free")?;
             p2p::detach(id)?;
             check::out(request, MPI_REQUEST_NULL, "request")
         }
@@ -539,6 +557,7 @@ mpi_entry!(MPI_Cancel, PMPI_Cancel, (request: *mut i32), errcomm = MPI_COMM_WORL
     match req_id(h)? {
         None => Err(err(MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL")),
         Some(id) => {
+            not_collective(id, "MPI_Cancel")?;
             // Receives that have not matched are cancelled; anything else completes
             // normally (MPI allows a cancel to fail; MPI_Test_cancelled then says so).
             p2p::cancel(id)?;

@@ -1,0 +1,96 @@
+//! Nonblocking collectives: the collective's future (the same `async fn` the blocking
+//! call runs) is stored with its request and polled by the progress engine, which every
+//! MPI call that waits or tests runs. Collectives on one communicator take their turns
+//! in issue order (see `Turn`), so several may be outstanding and the user may wait for
+//! them in any order.
+use crate::error::{MpiError, MpiResult};
+use crate::p2p::ReqId;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::task::{Context, Poll, Waker};
+
+pub type CollFuture = Pin<Box<dyn Future<Output = MpiResult<()>> + Send>>;
+
+struct Pending {
+    id: ReqId,
+    fut: Option<CollFuture>,
+}
+
+static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
+/// Errors of completed nonblocking collectives, until their request is waited for.
+static ERRORS: Mutex<Option<HashMap<ReqId, MpiError>>> = Mutex::new(None);
+
+thread_local! {
+    static POLLING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Starts a nonblocking collective: registers its request and polls it once.
+pub fn start(comm: &std::sync::Arc<crate::comm::Comm>, fut: CollFuture) -> MpiResult<ReqId> {
+    let id = crate::p2p::coll_request(comm)?;
+    PENDING
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Pending { id, fut: Some(fut) });
+    poll_all();
+    Ok(id)
+}
+
+/// Whether any nonblocking collective is outstanding.
+pub fn any_pending() -> bool {
+    !PENDING.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+}
+
+/// Polls every outstanding nonblocking collective once, in issue order. Futures are
+/// taken out of the table while polled (a user operation they call may call MPI).
+pub fn poll_all() {
+    if POLLING.with(|p| p.replace(true)) {
+        return;
+    }
+    let taken: Vec<(ReqId, CollFuture)> = {
+        let mut t = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        t.iter_mut()
+            .filter_map(|p| p.fut.take().map(|f| (p.id, f)))
+            .collect()
+    };
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut done = Vec::new();
+    let mut back = Vec::new();
+    for (id, mut f) in taken {
+        match f.as_mut().poll(&mut cx) {
+            Poll::Ready(r) => done.push((id, r)),
+            Poll::Pending => back.push((id, f)),
+        }
+    }
+    {
+        let mut t = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        for (id, f) in back {
+            if let Some(p) = t.iter_mut().find(|p| p.id == id) {
+                p.fut = Some(f);
+            }
+        }
+        t.retain(|p| !done.iter().any(|(id, _)| *id == p.id));
+    }
+    for (id, r) in done {
+        if let Err(e) = &r {
+            ERRORS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(HashMap::new)
+                .insert(id, e.clone());
+        }
+        crate::p2p::complete_coll(id, r.err().map(|e| e.class));
+    }
+    POLLING.with(|p| p.set(false));
+}
+
+/// The error a completed nonblocking collective ended with (taken once).
+pub fn take_error(id: ReqId) -> Option<MpiError> {
+    ERRORS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_mut()
+        .and_then(|m| m.remove(&id))
+}
