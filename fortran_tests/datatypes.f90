@@ -48,6 +48,8 @@ program datatypes
   integer(kind=MPI_COUNT_KIND) :: cnt8, lb8, ext8, sz8
   integer :: iv(2), pv(2, 3), pr(2, 3), mlb, mext, mub, i1, i2
   double precision :: dv(3)
+  ! reached through MPI_BOTTOM only: the compiler must not keep them in registers
+  volatile :: iv, dv
   type(rec) :: rs(4), rr(4)
   character(len=MPI_MAX_OBJECT_NAME) :: name
   integer :: x(64)
