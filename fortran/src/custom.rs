@@ -20,6 +20,30 @@ mod c {
             flag: *mut c_int,
         ) -> c_int;
         pub fn PMPI_Attr_get(comm: c_int, key: c_int, val: *mut c_void, flag: *mut c_int) -> c_int;
+        pub fn PMPI_Comm_create_keyval(
+            copy: *const c_void,
+            delete: *const c_void,
+            keyval: *mut c_int,
+            extra: *mut c_void,
+        ) -> c_int;
+        pub fn PMPI_Keyval_create(
+            copy: *const c_void,
+            delete: *const c_void,
+            keyval: *mut c_int,
+            extra: *mut c_void,
+        ) -> c_int;
+        pub fn PMPI_Comm_free_keyval(keyval: *mut c_int) -> c_int;
+        pub fn shmpi_keyval_set_fortran(keyval: c_int, lang: c_int) -> c_int;
+        pub fn PMPI_Comm_set_attr(comm: c_int, key: c_int, val: *mut c_void) -> c_int;
+        pub fn PMPI_Attr_put(comm: c_int, key: c_int, val: *mut c_void) -> c_int;
+        pub fn PMPI_Type_get_name(
+            datatype: c_int,
+            name: *mut c_char,
+            resultlen: *mut c_int,
+        ) -> c_int;
+        pub fn PMPI_Type_set_name(datatype: c_int, name: *const c_char) -> c_int;
+        pub fn PMPI_Aint_add(base: isize, disp: isize) -> isize;
+        pub fn PMPI_Aint_diff(addr1: isize, addr2: isize) -> isize;
         pub fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int;
         pub fn PMPI_Wtime() -> c_double;
         pub fn PMPI_Wtick() -> c_double;
@@ -153,6 +177,158 @@ pub unsafe fn comm_set_name(
     rt::set_ierror(ierror, rc);
 }
 
+pub unsafe fn type_get_name(
+    datatype: *const Fint,
+    name: *mut u8,
+    resultlen: *mut Fint,
+    ierror: *mut Fint,
+    name_len: usize,
+) {
+    // SAFETY: DATATYPE is the caller's INTEGER; C gets a buffer of its maximum size.
+    unsafe {
+        let datatype = *datatype;
+        string_result(
+            C_MAX_OBJECT_NAME,
+            name,
+            name_len,
+            resultlen,
+            ierror,
+            |b, l| c::PMPI_Type_get_name(datatype, b, l),
+        )
+    }
+}
+
+pub unsafe fn type_set_name(
+    datatype: *const Fint,
+    name: *const u8,
+    ierror: *mut Fint,
+    name_len: usize,
+) {
+    let rc = rt::guard(|| {
+        let s = rt::string_in(name, name_len);
+        // SAFETY: DATATYPE is the caller's INTEGER; `s` is NUL-terminated.
+        unsafe { c::PMPI_Type_set_name(*datatype, s.as_ptr().cast()) }
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+// Attribute keys created from Fortran. The C library stores the extra state and the
+// attribute values as pointers: Fortran's integers are stored as those pointers' values
+// (by value, as the standard's Fortran binding asks), and the key is marked so that the
+// library calls its copy and delete procedures with every argument by reference.
+
+/// Language marks of shmpi_keyval_set_fortran.
+const LANG_FORTRAN: c_int = 1;
+const LANG_FORTRAN77: c_int = 2;
+
+type CreateKeyval =
+    unsafe extern "C" fn(*const c_void, *const c_void, *mut c_int, *mut c_void) -> c_int;
+
+unsafe fn create_keyval(
+    create: CreateKeyval,
+    lang: c_int,
+    copy_fn: *const c_void,
+    delete_fn: *const c_void,
+    keyval: *mut Fint,
+    extra: Aint,
+    ierror: *mut Fint,
+) {
+    let rc = rt::guard(|| {
+        let mut key: c_int = 0;
+        // SAFETY: the procedures are the caller's; C writes the new key into `key`.
+        let rc = unsafe { create(copy_fn, delete_fn, &mut key, extra as usize as *mut c_void) };
+        if rc != crate::abi::MPI_SUCCESS {
+            return rc;
+        }
+        // SAFETY: `key` was just created by C.
+        let rc = unsafe { c::shmpi_keyval_set_fortran(key, lang) };
+        if rc != crate::abi::MPI_SUCCESS {
+            // SAFETY: as above; the key is of no use without its language.
+            unsafe { c::PMPI_Comm_free_keyval(&mut key) };
+            return rc;
+        }
+        // SAFETY: KEYVAL is the caller's INTEGER.
+        unsafe { *keyval = key };
+        rc
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+pub unsafe fn comm_create_keyval(
+    copy_fn: *const c_void,
+    delete_fn: *const c_void,
+    keyval: *mut Fint,
+    extra: *const Aint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: EXTRA_STATE is the caller's INTEGER(KIND=MPI_ADDRESS_KIND).
+    unsafe {
+        create_keyval(
+            c::PMPI_Comm_create_keyval,
+            LANG_FORTRAN,
+            copy_fn,
+            delete_fn,
+            keyval,
+            *extra,
+            ierror,
+        )
+    }
+}
+
+pub unsafe fn keyval_create(
+    copy_fn: *const c_void,
+    delete_fn: *const c_void,
+    keyval: *mut Fint,
+    extra: *const Fint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: EXTRA_STATE is the caller's INTEGER.
+    unsafe {
+        create_keyval(
+            c::PMPI_Keyval_create,
+            LANG_FORTRAN77,
+            copy_fn,
+            delete_fn,
+            keyval,
+            Aint::from(*extra),
+            ierror,
+        )
+    }
+}
+
+pub unsafe fn comm_set_attr(
+    comm: *const Fint,
+    keyval: *const Fint,
+    value: *const Aint,
+    ierror: *mut Fint,
+) {
+    let rc = rt::guard(|| {
+        // SAFETY: the arguments are the caller's INTEGERs; the value is stored by value.
+        unsafe {
+            let (key, _) = rt::keyval_to_c(*keyval);
+            c::PMPI_Comm_set_attr(*comm, key, *value as usize as *mut c_void)
+        }
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+pub unsafe fn attr_put(
+    comm: *const Fint,
+    keyval: *const Fint,
+    value: *const Fint,
+    ierror: *mut Fint,
+) {
+    let rc = rt::guard(|| {
+        // SAFETY: the arguments are the caller's INTEGERs; the value is stored by value
+        // (sign-extended, so ATTR_GET gives it back).
+        unsafe {
+            let (key, _) = rt::keyval_to_c(*keyval);
+            c::PMPI_Attr_put(*comm, key, Aint::from(*value) as usize as *mut c_void)
+        }
+    });
+    rt::set_ierror(ierror, rc);
+}
+
 /// Reads an attribute through C and returns its Fortran value: predefined attributes
 /// are the integers C points at, others the stored value itself.
 unsafe fn attr_value(
@@ -228,6 +404,18 @@ pub unsafe fn buffer_detach(_buffer: *mut c_void, size: *mut Fint, ierror: *mut 
         unsafe { c::PMPI_Buffer_detach((&raw mut addr).cast(), size) }
     });
     rt::set_ierror(ierror, rc);
+}
+
+/// MPI_AINT_ADD: a function returning INTEGER(KIND=MPI_ADDRESS_KIND), without IERROR.
+pub unsafe fn aint_add(base: *const Aint, disp: *const Aint) -> Aint {
+    // SAFETY: BASE and DISP are the caller's INTEGER(KIND=MPI_ADDRESS_KIND)s.
+    unsafe { c::PMPI_Aint_add(*base as isize, *disp as isize) as Aint }
+}
+
+/// MPI_AINT_DIFF: a function returning INTEGER(KIND=MPI_ADDRESS_KIND), without IERROR.
+pub unsafe fn aint_diff(addr1: *const Aint, addr2: *const Aint) -> Aint {
+    // SAFETY: ADDR1 and ADDR2 are the caller's INTEGER(KIND=MPI_ADDRESS_KIND)s.
+    unsafe { c::PMPI_Aint_diff(*addr1 as isize, *addr2 as isize) as Aint }
 }
 
 pub unsafe fn wtime() -> f64 {

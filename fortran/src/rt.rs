@@ -83,6 +83,44 @@ pub fn fortran_indices(p: *mut Fint, count: *const Fint) {
     }
 }
 
+/// An INTEGER array of `*count` displacements as the MPI_Aint array C wants (MPI-1
+/// routines such as TYPE_HINDEXED and TYPE_STRUCT take default INTEGERs in Fortran).
+pub fn aints(p: *const Fint, count: *const Fint) -> Vec<Aint> {
+    if p.is_null() || count.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: COUNT is the caller's INTEGER and the array holds that many elements.
+    unsafe {
+        let n = (*count).max(0) as usize;
+        std::slice::from_raw_parts(p, n)
+            .iter()
+            .map(|&d| Aint::from(d))
+            .collect()
+    }
+}
+
+/// Stores an MPI_Aint C returned into the caller's default INTEGER (MPI-1 TYPE_EXTENT,
+/// TYPE_LB, TYPE_UB); MPI_ERR_ARG when the value does not fit.
+pub fn fint_out(p: *mut Fint, v: Aint) -> c_int {
+    match Fint::try_from(v) {
+        Ok(f) => {
+            // SAFETY: the caller's INTEGER, passed by reference.
+            unsafe { *p = f };
+            abi::MPI_SUCCESS
+        }
+        Err(_) => abi::MPI_ERR_ARG,
+    }
+}
+
+/// Stores an address into the caller's default INTEGER keeping its low 32 bits (MPI-1
+/// ADDRESS): differences of such addresses, which is what programs compute, stay right
+/// while they fit an INTEGER.
+pub fn fint_out_wrapped(p: *mut Fint, v: Aint) -> c_int {
+    // SAFETY: the caller's INTEGER, passed by reference.
+    unsafe { *p = v as Fint };
+    abi::MPI_SUCCESS
+}
+
 /// A Fortran attribute key as C knows it: predefined keys are C + 1 in Fortran.
 pub fn keyval_to_c(k: Fint) -> (c_int, bool) {
     match abi::PREDEFINED_KEYVALS.iter().find(|(f, _)| *f == k) {
