@@ -360,8 +360,14 @@ impl RedData {
     pub fn func(&self) -> impl Fn(&[u8], &mut [u8]) -> MpiResult<()> + Sync + '_ {
         let dt = self.t.handle;
         let unit = self.unit.max(1);
+        // Images start at the lower bound; a user function expects the buffer address.
+        let lb = if self.mode == RedMode::Image {
+            self.t.lb
+        } else {
+            0
+        };
         move |inv: &[u8], inout: &mut [u8]| {
-            crate::op::apply(&self.op, dt, inv, inout, inv.len() / unit)
+            crate::op::apply_image(&self.op, dt, inv, inout, inv.len() / unit, lb)
         }
     }
 

@@ -451,7 +451,7 @@ pub fn apply(op: &OpRef, dtype: i32, inv: &[u8], inout: &mut [u8], count: usize)
             k(&inv[..need], &mut inout[..need]);
             Ok(())
         }
-        OpRef::User(u) => apply_user(u, dtype, inv, inout, count),
+        OpRef::User(u) => apply_user(u, dtype, inv, inout, count, 0),
     }
 }
 
@@ -467,7 +467,14 @@ fn check_len(need: usize, a: usize, b: usize, count: usize, tname: &str) -> MpiR
     Ok(())
 }
 
-fn apply_user(u: &UserOp, dtype: i32, inv: &[u8], inout: &mut [u8], count: usize) -> MpiResult<()> {
+fn apply_user(
+    u: &UserOp,
+    dtype: i32,
+    inv: &[u8],
+    inout: &mut [u8],
+    count: usize,
+    lb: isize,
+) -> MpiResult<()> {
     if count == 0 {
         return Ok(());
     }
@@ -494,8 +501,10 @@ fn apply_user(u: &UserOp, dtype: i32, inv: &[u8], inout: &mut [u8], count: usize
         let off = done * extent;
         let mut len = n as c_int;
         let mut dt = dtype;
-        let a = inv[off..].as_ptr() as *mut c_void;
-        let b = inout[off..].as_mut_ptr() as *mut c_void;
+        // The user function addresses the datatype's type map from the buffer address,
+        // which is `lb` bytes before the first instance's memory image.
+        let a = inv[off..].as_ptr().wrapping_offset(-lb) as *mut c_void;
+        let b = inout[off..].as_mut_ptr().wrapping_offset(-lb) as *mut c_void;
         // SAFETY: `func` was registered by MPI_Op_create with the signature the standard
         // prescribes; `a` and `b` point at `n` elements of `dtype` inside the slices
         // (checked above for predefined types; for derived types the caller sized
@@ -504,4 +513,21 @@ fn apply_user(u: &UserOp, dtype: i32, inv: &[u8], inout: &mut [u8], count: usize
         done += n;
     }
     Ok(())
+}
+
+/// [`apply`] on memory images of a derived datatype whose lower bound is `lb`: each
+/// slice starts at the first instance's lower bound, so a user function is handed the
+/// address the type map is relative to (`slice - lb`). Predefined ops are unaffected.
+pub fn apply_image(
+    op: &OpRef,
+    dtype: i32,
+    inv: &[u8],
+    inout: &mut [u8],
+    count: usize,
+    lb: isize,
+) -> MpiResult<()> {
+    match op {
+        OpRef::User(u) => apply_user(u, dtype, inv, inout, count, lb),
+        _ => apply(op, dtype, inv, inout, count),
+    }
 }
