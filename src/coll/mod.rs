@@ -80,6 +80,7 @@ impl<'a> Chan<'a> {
         let s = self.comm.step.fetch_add(1, Ordering::Relaxed) + 1;
         let a = &self.job.arena;
         self.counter(self.me).store(s, Ordering::SeqCst);
+        a.note_step(self.job.rank, s);
         for j in 0..self.n {
             if j != self.me {
                 notify(a, self.comm.chan_members[j]);

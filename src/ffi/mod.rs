@@ -46,7 +46,15 @@ macro_rules! mpi_entry {
 /// Runs one entry point's body: panics become MPI_ERR_INTERN, errors go to the error
 /// handler. `name` is the function's MPI name, used in every message.
 pub fn enter<F: FnOnce() -> MpiResult<()>>(name: &'static str, errcomm: i32, f: F) -> c_int {
+    // What this rank is doing, for mpiexec's hang report (two small stores).
+    let job = crate::runtime::job_any();
+    if let Some(j) = job {
+        j.arena.enter_call(j.rank, name, errcomm);
+    }
     let r = catch_unwind(AssertUnwindSafe(f));
+    if let Some(j) = job {
+        j.arena.leave_call(j.rank);
+    }
     let e = match r {
         Ok(Ok(())) => return crate::abi::MPI_SUCCESS,
         Ok(Err(e)) => e,

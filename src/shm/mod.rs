@@ -145,7 +145,10 @@ pub const R_DOORBELL: usize = 0;
 pub const R_SLEEPING: usize = 4;
 pub const R_PID: usize = 8;
 pub const R_STATE: usize = 12;
-/// What the rank is doing now, for hang reports: a short text.
+/// The communicator of the current call and the last collective step it reached.
+pub const R_CALL_COMM: usize = 16;
+pub const R_CALL_STEP: usize = 24;
+/// What the rank is doing now, for hang reports: the MPI function's name.
 pub const R_CALL: usize = 64;
 pub const R_CALL_LEN: usize = 128;
 
@@ -343,10 +346,43 @@ impl Arena {
         self.write(off, &b[..n]);
         self.write(off + n, &[0]);
     }
+    /// Records the call rank `r` enters (name, communicator) for hang reports.
+    pub fn enter_call(&self, r: usize, what: &str, comm: i32) {
+        self.set_call(r, what);
+        self.i32_at(self.lay.rank_block(r) + R_CALL_COMM)
+            .store(comm, Ordering::Relaxed);
+        self.u64_at(self.lay.rank_block(r) + R_CALL_STEP)
+            .store(0, Ordering::Relaxed);
+    }
+    /// Records that rank `r` left its MPI call.
+    pub fn leave_call(&self, r: usize) {
+        self.write(self.lay.rank_block(r) + R_CALL, &[0]);
+    }
+    /// Records the collective step rank `r` is waiting in.
+    pub fn note_step(&self, r: usize, step: u64) {
+        self.u64_at(self.lay.rank_block(r) + R_CALL_STEP)
+            .store(step, Ordering::Relaxed);
+    }
+    /// What rank `r` is doing: "MPI_Allreduce (communicator 0x44000000, step 12)", or ""
+    /// outside MPI.
     pub fn call_of(&self, r: usize) -> String {
         let s = self.slice(self.lay.rank_block(r) + R_CALL, R_CALL_LEN);
         let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
-        String::from_utf8_lossy(&s[..end]).into_owned()
+        let name = String::from_utf8_lossy(&s[..end]).into_owned();
+        if name.is_empty() {
+            return name;
+        }
+        let comm = self
+            .i32_at(self.lay.rank_block(r) + R_CALL_COMM)
+            .load(Ordering::Relaxed);
+        let step = self
+            .u64_at(self.lay.rank_block(r) + R_CALL_STEP)
+            .load(Ordering::Relaxed);
+        if step > 0 {
+            format!("{name} (communicator {comm:#x}, collective step {step})")
+        } else {
+            format!("{name} (communicator {comm:#x})")
+        }
     }
 
     // ---- channel allocator ----
