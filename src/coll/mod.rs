@@ -12,6 +12,7 @@
 //! Reductions keep the promise of the README: every element is reduced exactly once,
 //! in canonical rank order (a sequential left-to-right loop over ranks 0..n-1), by one
 //! member, and the same bits are copied to everyone who receives them.
+pub mod agree;
 pub mod bcast;
 pub mod gather;
 pub mod nb;
@@ -79,6 +80,15 @@ impl<'a> Chan<'a> {
     pub async fn step(&self) -> MpiResult<u64> {
         let s = self.comm.step.fetch_add(1, Ordering::Relaxed) + 1;
         let a = &self.job.arena;
+        // The first step of a collective carries its argument descriptor.
+        let desc = self.comm.desc.lock().unwrap().take();
+        let p = (s % 2) as usize;
+        if let Some(d) = desc {
+            for (k, w) in d.encode().iter().enumerate() {
+                a.u64_at(a.lay.chan_desc(self.comm.ctx, self.me, p) + 8 * k)
+                    .store(*w, Ordering::Relaxed);
+            }
+        }
         self.counter(self.me).store(s, Ordering::SeqCst);
         a.note_step(self.job.rank, s);
         for j in 0..self.n {
@@ -86,12 +96,41 @@ impl<'a> Chan<'a> {
                 notify(a, self.comm.chan_members[j]);
             }
         }
-        AllArrived {
+        let r = AllArrived {
             ch: self,
             s,
             first: 0,
         }
-        .await
+        .await?;
+        if desc.is_some() {
+            self.check_agreement(p)?;
+        }
+        Ok(r)
+    }
+
+    /// Compares every member's descriptor of this step with member 0's.
+    fn check_agreement(&self, p: usize) -> MpiResult<()> {
+        let a = &self.job.arena;
+        let read = |i: usize| -> [u64; 5] {
+            let mut w = [0u64; 5];
+            for (k, x) in w.iter_mut().enumerate() {
+                *x = a
+                    .u64_at(a.lay.chan_desc(self.comm.ctx, i, p) + 8 * k)
+                    .load(Ordering::Relaxed);
+            }
+            w
+        };
+        let d0 = read(0);
+        for i in 1..self.n {
+            let di = read(i);
+            if di != d0 {
+                let size_of = |h: i32| crate::datatype::info(h).map_or(0, |x| x.0);
+                if let Some(e) = agree::Desc::disagreement(0, d0, i, di, size_of) {
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn write(&self, off: usize, src: &[u8]) {
@@ -169,6 +208,12 @@ pub struct Turn<'a> {
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
+        // A collective that took no step leaves its descriptor unused: drop it.
+        self.comm
+            .desc
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         self.comm.coll_serving.fetch_add(1, Ordering::Release);
     }
 }

@@ -52,6 +52,9 @@ pub fn split(parent: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<C
     }
     let t = crate::coll::ticket(parent);
     let _turn = crate::coll::block_on(crate::coll::turn(parent, t));
+    parent.set_desc(crate::coll::agree::Desc::kind(
+        crate::coll::agree::KIND_COMM_CTOR,
+    ));
     let ch = Chan::new(parent)?;
     let n = ch.n;
     ch.put_args(&[color as u32 as u64, key as u32 as u64]);

@@ -37,6 +37,9 @@ pub struct Comm {
     /// Collective tickets: the next to issue, and the one whose turn it is.
     pub coll_ticket: AtomicU64,
     pub coll_serving: AtomicU64,
+    /// The argument descriptor of the collective whose turn it is, published with its
+    /// first step (coll/agree.rs).
+    pub desc: Mutex<Option<crate::coll::agree::Desc>>,
     /// The members of the collective channel, as world ranks: the group for an
     /// intracommunicator; for an intercommunicator both groups, group "A" (the one
     /// whose leader has the smaller world rank) first.
@@ -65,6 +68,13 @@ impl Comm {
     }
     pub fn is_inter(&self) -> bool {
         self.remote.is_some()
+    }
+
+    /// Sets the descriptor the current collective publishes with its first step.
+    pub fn set_desc(&self, d: crate::coll::agree::Desc) {
+        if crate::coll::agree::enabled() && self.remote.is_none() {
+            *self.desc.lock().unwrap() = Some(d);
+        }
     }
 
     /// Channel index of local rank `r`.
@@ -148,6 +158,7 @@ impl Comm {
             attrs: Mutex::new(Vec::new()),
             coll_ticket: AtomicU64::new(0),
             coll_serving: AtomicU64::new(0),
+            desc: Mutex::new(None),
         }
     }
 }

@@ -270,6 +270,8 @@ pub fn offset(p: *const c_void, bytes: isize) -> *mut c_void {
 pub struct RedData {
     pub t: TypeInfo,
     pub op: crate::op::OpRef,
+    /// The op handle the caller passed (for argument agreement).
+    pub op_handle: i32,
     /// Bytes per instance in the engine.
     pub unit: usize,
     mode: RedMode,
@@ -308,6 +310,7 @@ impl RedData {
         Ok(RedData {
             t,
             op: o,
+            op_handle: op,
             unit,
             mode,
         })
@@ -353,6 +356,29 @@ impl RedData {
             RedMode::Native => check::buffer(p, self.bytes(count)?, arg),
             RedMode::Packed => st.output(p, count, &self.t, arg),
             RedMode::Image => st.image_output(p, count, &self.t, arg),
+        }
+    }
+
+    /// The argument descriptor of a reduction of `count` instances (coll/agree.rs): a
+    /// predefined op and datatype are compared by handle, everything by byte count.
+    pub fn desc(&self, kind: &str, root: Option<usize>, count: usize) -> crate::coll::agree::Desc {
+        use crate::coll::agree::{kind_of, Desc, ANY};
+        let op = match &self.op {
+            crate::op::OpRef::Builtin(_) => self.op_handle as u32 as u64,
+            crate::op::OpRef::User(_) => ANY,
+        };
+        let dtype = if crate::datatype::predefined::lookup(self.t.handle).is_some() {
+            self.t.handle as u32 as u64
+        } else {
+            ANY
+        };
+        Desc {
+            kind: kind_of(kind),
+            root: root.map_or(ANY, |r| r as u64),
+            op,
+            dtype,
+            bytes: (count as u64).wrapping_mul(self.t.size as u64),
+            extra: ANY,
         }
     }
 

@@ -6,6 +6,7 @@
 //! (`MPI_Allreduce`: the body runs to completion in place) and its nonblocking twin
 //! (`MPI_Iallreduce`: the body becomes the request, polled by the progress engine).
 use crate::abi::*;
+use crate::coll::agree::{kind_of, Desc};
 use crate::coll::nb::CollFuture;
 use crate::coll::reduce::{self, Part};
 use crate::comm::Comm;
@@ -20,6 +21,27 @@ use super::coll_inter;
 
 /// What a plan hands to the runner: the communicator and the collective's body.
 pub type Plan = MpiResult<(Arc<Comm>, CollFuture)>;
+
+/// Adds an argument-agreement descriptor to a plan: published with its first step.
+pub fn with_desc(p: Plan, desc: Desc) -> Plan {
+    let (c, f) = p?;
+    let cc = c.clone();
+    Ok((
+        c,
+        Box::pin(async move {
+            cc.set_desc(desc);
+            f.await
+        }),
+    ))
+}
+
+/// The descriptor of a data-movement collective: kind and (for rooted ones) root.
+pub fn move_desc(kind: &str, root: Option<c_int>) -> Desc {
+    Desc {
+        root: root.map_or(crate::coll::agree::ANY, |r| r as u32 as u64),
+        ..Desc::kind(kind_of(kind))
+    }
+}
 
 /// Runs a plan in place (the blocking call).
 pub fn run_plan(p: Plan) -> MpiResult<()> {
@@ -74,7 +96,13 @@ fn barrier_plan(comm: i32) -> Plan {
     // Over the channel: both groups of an intercommunicator take part, as required.
     let c = check::comm(comm)?;
     let cc = c.clone();
-    Ok((c, Box::pin(async move { crate::coll::barrier(&cc).await })))
+    Ok((
+        c,
+        Box::pin(async move {
+            cc.set_desc(Desc::kind(kind_of("MPI_Barrier")));
+            crate::coll::barrier(&cc).await
+        }),
+    ))
 }
 
 coll_entry!(MPI_Barrier, PMPI_Barrier, MPI_Ibarrier, PMPI_Ibarrier, barrier_plan, comm, (comm: i32));
@@ -121,8 +149,16 @@ fn input(
 
 /// The body shared by Reduce, Allreduce and Reduce_scatter(_block): reduce `total` bytes
 /// and deliver `part`, then unpack staged outputs.
-fn reduce_body(c: Arc<Comm>, rd: RedData, st: Stage, total: usize, part: Part) -> CollFuture {
+fn reduce_body(
+    c: Arc<Comm>,
+    rd: RedData,
+    st: Stage,
+    total: usize,
+    part: Part,
+    desc: Desc,
+) -> CollFuture {
     Box::pin(async move {
+        c.set_desc(desc);
         let f = rd.func();
         let red = rd.reduction(&f);
         reduce::reduce_vector(&c, total, &red, &part).await?;
@@ -146,21 +182,14 @@ fn allreduce_plan(
     let total = rd.bytes(n)?;
     let recv = rd.output(&mut st, recvbuf, n, "recvbuf")?;
     let send = input(&rd, &mut st, sendbuf, recvbuf, n, &recv)?;
-    Ok((
-        c.clone(),
-        reduce_body(
-            c,
-            rd,
-            st,
-            total,
-            Part {
-                send,
-                recv,
-                lo: 0,
-                hi: total,
-            },
-        ),
-    ))
+    let desc = rd.desc("MPI_Allreduce", None, n);
+    let part = Part {
+        send,
+        recv,
+        lo: 0,
+        hi: total,
+    };
+    Ok((c.clone(), reduce_body(c, rd, st, total, part, desc)))
 }
 
 coll_entry!(MPI_Allreduce, PMPI_Allreduce, MPI_Iallreduce, PMPI_Iallreduce, allreduce_plan, comm,
@@ -210,21 +239,14 @@ fn reduce_plan(
         )
     };
     let hi = if is_root { total } else { 0 };
-    Ok((
-        c.clone(),
-        reduce_body(
-            c,
-            rd,
-            st,
-            total,
-            Part {
-                send,
-                recv,
-                lo: 0,
-                hi,
-            },
-        ),
-    ))
+    let desc = rd.desc("MPI_Reduce", Some(root), n);
+    let part = Part {
+        send,
+        recv,
+        lo: 0,
+        hi,
+    };
+    Ok((c.clone(), reduce_body(c, rd, st, total, part, desc)))
 }
 
 coll_entry!(MPI_Reduce, PMPI_Reduce, MPI_Ireduce, PMPI_Ireduce, reduce_plan, comm,
@@ -237,6 +259,7 @@ fn reduce_scatter_counts(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     counts: &[usize],
+    kind: &str,
 ) -> Plan {
     let me = c.rank;
     let sum: usize = counts.iter().sum();
@@ -257,21 +280,18 @@ fn reduce_scatter_counts(
         let recv = rd.output(&mut st, recvbuf, counts[me], "recvbuf")?;
         (input(&rd, &mut st, sendbuf, recvbuf, sum, &recv)?, recv)
     };
-    Ok((
-        c.clone(),
-        reduce_body(
-            c,
-            rd,
-            st,
-            total,
-            Part {
-                send,
-                recv,
-                lo,
-                hi: lo + block,
-            },
-        ),
-    ))
+    let mut desc = rd.desc(kind, None, sum);
+    // recvcounts must be identical everywhere: compare a hash of them.
+    desc.extra = counts.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &k| {
+        (h ^ k as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    let part = Part {
+        send,
+        recv,
+        lo,
+        hi: lo + block,
+    };
+    Ok((c.clone(), reduce_body(c, rd, st, total, part, desc)))
 }
 
 fn reduce_scatter_block_plan(
@@ -294,7 +314,7 @@ fn reduce_scatter_block_plan(
     }
     let (c, rd, n) = red_args(recvcount, datatype, op, comm)?;
     let counts = vec![n; c.size()];
-    reduce_scatter_counts(c, rd, sendbuf, recvbuf, &counts)
+    reduce_scatter_counts(c, rd, sendbuf, recvbuf, &counts, "MPI_Reduce_scatter_block")
 }
 
 coll_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, reduce_scatter_block_plan, comm,
@@ -324,7 +344,7 @@ fn reduce_scatter_plan(
         .enumerate()
         .map(|(i, &k)| check::count(k, &format!("recvcounts[{i}]")))
         .collect::<MpiResult<Vec<usize>>>()?;
-    reduce_scatter_counts(c, rd, sendbuf, recvbuf, &counts)
+    reduce_scatter_counts(c, rd, sendbuf, recvbuf, &counts, "MPI_Reduce_scatter")
 }
 
 coll_entry!(MPI_Reduce_scatter, PMPI_Reduce_scatter, MPI_Ireduce_scatter, PMPI_Ireduce_scatter, reduce_scatter_plan, comm,
@@ -345,9 +365,11 @@ fn scan_plan_impl(
     let recv = rd.output(&mut st, recvbuf, n, "recvbuf")?;
     let send = input(&rd, &mut st, sendbuf, recvbuf, n, &recv)?;
     let cc = c.clone();
+    let desc = rd.desc(if exclusive { "MPI_Exscan" } else { "MPI_Scan" }, None, n);
     Ok((
         c,
         Box::pin(async move {
+            cc.set_desc(desc);
             let f = rd.func();
             let red = rd.reduction(&f);
             reduce::scan(&cc, total, &red, send, recv, exclusive).await?;

@@ -9,6 +9,7 @@
 use super::coll::Plan;
 use super::coll_inter::{role, Role};
 use crate::abi::*;
+use crate::coll::agree::Desc;
 use crate::coll::gather::{self, Piece};
 use crate::coll::nb::CollFuture;
 use crate::coll::Chan;
@@ -176,9 +177,14 @@ fn bcast_plan(buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, com
     } else {
         st.output(buffer, n, &t, "buffer")?
     };
+    let desc = Desc {
+        bytes: (n as u64).wrapping_mul(t.size as u64),
+        ..super::coll::move_desc("MPI_Bcast", Some(root as c_int))
+    };
     Ok((
         c,
         Box::pin(async move {
+            cc.set_desc(desc);
             crate::coll::bcast::bcast(&cc, b, root).await?;
             st.finish()
         }),
@@ -336,15 +342,18 @@ fn gather_plan(
 ) -> Plan {
     let c = check::comm(comm)?;
     let recv = root_recv(&c, root, |m| uniform(recvcount, recvtype, m, "recv"))?;
-    gather_like(
-        &c,
-        sendbuf,
-        sendcount,
-        sendtype,
-        recvbuf,
-        recv,
-        Some(root),
-        false,
+    super::coll::with_desc(
+        gather_like(
+            &c,
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            recv,
+            Some(root),
+            false,
+        ),
+        super::coll::move_desc("MPI_Gather", Some(root)),
     )
 }
 
@@ -364,15 +373,18 @@ fn gatherv_plan(
 ) -> Plan {
     let c = check::comm(comm)?;
     let recv = root_recv(&c, root, |m| vside(recvcounts, displs, recvtype, m, "recv"))?;
-    gather_like(
-        &c,
-        sendbuf,
-        sendcount,
-        sendtype,
-        recvbuf,
-        recv,
-        Some(root),
-        true,
+    super::coll::with_desc(
+        gather_like(
+            &c,
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            recv,
+            Some(root),
+            true,
+        ),
+        super::coll::move_desc("MPI_Gatherv", Some(root)),
     )
 }
 
@@ -390,15 +402,18 @@ fn allgather_plan(
 ) -> Plan {
     let c = check::comm(comm)?;
     let recv = uniform(recvcount, recvtype, c.peer_size(), "recv")?;
-    gather_like(
-        &c,
-        sendbuf,
-        sendcount,
-        sendtype,
-        recvbuf,
-        Some(recv),
-        None,
-        c.is_inter(),
+    super::coll::with_desc(
+        gather_like(
+            &c,
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            Some(recv),
+            None,
+            c.is_inter(),
+        ),
+        super::coll::move_desc("MPI_Allgather", None),
     )
 }
 
@@ -417,15 +432,18 @@ fn allgatherv_plan(
 ) -> Plan {
     let c = check::comm(comm)?;
     let recv = vside(recvcounts, displs, recvtype, c.peer_size(), "recv")?;
-    gather_like(
-        &c,
-        sendbuf,
-        sendcount,
-        sendtype,
-        recvbuf,
-        Some(recv),
-        None,
-        true,
+    super::coll::with_desc(
+        gather_like(
+            &c,
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            Some(recv),
+            None,
+            true,
+        ),
+        super::coll::move_desc("MPI_Allgatherv", None),
     )
 }
 
@@ -552,7 +570,10 @@ fn scatter_plan(
 ) -> Plan {
     let c = check::comm(comm)?;
     let send = root_send(&c, root, |m| uniform(sendcount, sendtype, m, "send"))?;
-    scatter_like(&c, sendbuf, send, recvbuf, recvcount, recvtype, root, false)
+    super::coll::with_desc(
+        scatter_like(&c, sendbuf, send, recvbuf, recvcount, recvtype, root, false),
+        super::coll::move_desc("MPI_Scatter", Some(root)),
+    )
 }
 
 crate::coll_entry!(MPI_Scatter, PMPI_Scatter, MPI_Iscatter, PMPI_Iscatter, scatter_plan, comm,
@@ -571,7 +592,10 @@ fn scatterv_plan(
 ) -> Plan {
     let c = check::comm(comm)?;
     let send = root_send(&c, root, |m| vside(sendcounts, displs, sendtype, m, "send"))?;
-    scatter_like(&c, sendbuf, send, recvbuf, recvcount, recvtype, root, true)
+    super::coll::with_desc(
+        scatter_like(&c, sendbuf, send, recvbuf, recvcount, recvtype, root, true),
+        super::coll::move_desc("MPI_Scatterv", Some(root)),
+    )
 }
 
 crate::coll_entry!(MPI_Scatterv, PMPI_Scatterv, MPI_Iscatterv, PMPI_Iscatterv, scatterv_plan, comm,
@@ -653,7 +677,10 @@ fn alltoall_plan(
     } else {
         Some(uniform(sendcount, sendtype, m, "send")?)
     };
-    alltoall_like(&c, sendbuf, send, recvbuf, recv, c.is_inter())
+    super::coll::with_desc(
+        alltoall_like(&c, sendbuf, send, recvbuf, recv, c.is_inter()),
+        super::coll::move_desc("MPI_Alltoall", None),
+    )
 }
 
 crate::coll_entry!(MPI_Alltoall, PMPI_Alltoall, MPI_Ialltoall, PMPI_Ialltoall, alltoall_plan, comm,
@@ -678,7 +705,10 @@ fn alltoallv_plan(
     } else {
         Some(vside(sendcounts, sdispls, sendtype, m, "send")?)
     };
-    alltoall_like(&c, sendbuf, send, recvbuf, recv, true)
+    super::coll::with_desc(
+        alltoall_like(&c, sendbuf, send, recvbuf, recv, true),
+        super::coll::move_desc("MPI_Alltoallv", None),
+    )
 }
 
 crate::coll_entry!(MPI_Alltoallv, PMPI_Alltoallv, MPI_Ialltoallv, PMPI_Ialltoallv, alltoallv_plan, comm,
@@ -703,7 +733,10 @@ fn alltoallw_plan(
     } else {
         Some(wside(sendcounts, sdispls, sendtypes, m, "send")?)
     };
-    alltoall_like(&c, sendbuf, send, recvbuf, recv, true)
+    super::coll::with_desc(
+        alltoall_like(&c, sendbuf, send, recvbuf, recv, true),
+        super::coll::move_desc("MPI_Alltoallw", None),
+    )
 }
 
 crate::coll_entry!(MPI_Alltoallw, PMPI_Alltoallw, MPI_Ialltoallw, PMPI_Ialltoallw, alltoallw_plan, comm,
