@@ -54,6 +54,12 @@ pub fn start_plan(name: &'static str, p: Plan, request: *mut i32) -> MpiResult<(
     if request.is_null() {
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
+    let id = start_plan_id(name, p)?;
+    check::out(request, super::p2p::req_handle(id), "request")
+}
+
+/// Starts a plan as a nonblocking collective; returns the engine request id.
+pub fn start_plan_id(name: &'static str, p: Plan) -> MpiResult<usize> {
     let (c, f) = p?;
     let t = crate::coll::ticket(&c);
     let cc = c.clone();
@@ -62,20 +68,46 @@ pub fn start_plan(name: &'static str, p: Plan, request: *mut i32) -> MpiResult<(
         f.await
             .map_err(|e| MpiError::new(e.class, format!("{name}: {}", e.msg)))
     });
-    let id = crate::coll::nb::start(&c, fut)?;
-    check::out(request, super::p2p::req_handle(id), "request")
+    crate::coll::nb::start(&c, fut)
+}
+
+/// Creates a persistent collective request (MPI_*_init) running `make`'s plan at each
+/// MPI_Start.
+pub fn init_plan(
+    name: &'static str,
+    info: i32,
+    make: Box<dyn Fn() -> Plan + Send>,
+    request: *mut i32,
+) -> MpiResult<()> {
+    if request.is_null() {
+        return Err(err(MPI_ERR_ARG, "request is NULL"));
+    }
+    super::info::check_arg(info, "info")?;
+    let h = super::persist::create(name, make)?;
+    check::out(request, h, "request")
 }
 
 /// Exports a blocking collective and its nonblocking twin from one plan function taking
 /// the blocking call's arguments.
 #[macro_export]
 macro_rules! coll_entry {
-    ($mpi:ident, $pmpi:ident, $impi:ident, $ipmpi:ident, $plan:path, $ec:ident, ($($a:ident : $t:ty),* $(,)?)) => {
+    ($mpi:ident, $pmpi:ident, $impi:ident, $ipmpi:ident, $init:ident, $pinit:ident, $plan:path, $ec:ident, ($($a:ident : $t:ty),* $(,)?)) => {
         $crate::mpi_entry!($mpi, $pmpi, ($($a: $t),*), errcomm = $ec, {
             $crate::ffi::c::coll::run_plan($plan($($a),*))
         });
         $crate::mpi_entry!($impi, $ipmpi, ($($a: $t,)* request: *mut i32), errcomm = $ec, {
             $crate::ffi::c::coll::start_plan(stringify!($impi), $plan($($a),*), request)
+        });
+        $crate::mpi_entry!($init, $pinit, ($($a: $t,)* info: i32, request: *mut i32), errcomm = $ec, {
+            let args = $crate::ffi::c::persist::Captured(($($a,)*));
+            let make = move || {
+                // Bind the wrapper as a whole, so the closure captures it (not the raw
+                // tuple inside) and stays Send.
+                let whole = &args;
+                let ($($a,)*) = whole.0;
+                $plan($($a),*)
+            };
+            $crate::ffi::c::coll::init_plan(stringify!($init), info, Box::new(make), request)
         });
     };
 }
@@ -105,7 +137,7 @@ fn barrier_plan(comm: i32) -> Plan {
     ))
 }
 
-coll_entry!(MPI_Barrier, PMPI_Barrier, MPI_Ibarrier, PMPI_Ibarrier, barrier_plan, comm, (comm: i32));
+coll_entry!(MPI_Barrier, PMPI_Barrier, MPI_Ibarrier, PMPI_Ibarrier, MPI_Barrier_init, PMPI_Barrier_init, barrier_plan, comm, (comm: i32));
 
 // ---------------------------------------------------------------- reductions
 //
@@ -192,7 +224,7 @@ fn allreduce_plan(
     Ok((c.clone(), reduce_body(c, rd, st, total, part, desc)))
 }
 
-coll_entry!(MPI_Allreduce, PMPI_Allreduce, MPI_Iallreduce, PMPI_Iallreduce, allreduce_plan, comm,
+coll_entry!(MPI_Allreduce, PMPI_Allreduce, MPI_Iallreduce, PMPI_Iallreduce, MPI_Allreduce_init, PMPI_Allreduce_init, allreduce_plan, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32));
 
 fn reduce_plan(
@@ -249,7 +281,7 @@ fn reduce_plan(
     Ok((c.clone(), reduce_body(c, rd, st, total, part, desc)))
 }
 
-coll_entry!(MPI_Reduce, PMPI_Reduce, MPI_Ireduce, PMPI_Ireduce, reduce_plan, comm,
+coll_entry!(MPI_Reduce, PMPI_Reduce, MPI_Ireduce, PMPI_Ireduce, MPI_Reduce_init, PMPI_Reduce_init, reduce_plan, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, root: c_int, comm: i32));
 
 /// Reduce-scatter with `counts[i]` instances to rank i.
@@ -317,7 +349,7 @@ fn reduce_scatter_block_plan(
     reduce_scatter_counts(c, rd, sendbuf, recvbuf, &counts, "MPI_Reduce_scatter_block")
 }
 
-coll_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, reduce_scatter_block_plan, comm,
+coll_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, MPI_Reduce_scatter_block_init, PMPI_Reduce_scatter_block_init, reduce_scatter_block_plan, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: i32, op: i32, comm: i32));
 
 fn reduce_scatter_plan(
@@ -347,7 +379,7 @@ fn reduce_scatter_plan(
     reduce_scatter_counts(c, rd, sendbuf, recvbuf, &counts, "MPI_Reduce_scatter")
 }
 
-coll_entry!(MPI_Reduce_scatter, PMPI_Reduce_scatter, MPI_Ireduce_scatter, PMPI_Ireduce_scatter, reduce_scatter_plan, comm,
+coll_entry!(MPI_Reduce_scatter, PMPI_Reduce_scatter, MPI_Ireduce_scatter, PMPI_Ireduce_scatter, MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init, reduce_scatter_plan, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: i32, op: i32, comm: i32));
 
 fn scan_plan_impl(
@@ -404,7 +436,7 @@ fn exscan_plan(
     scan_plan_impl(sendbuf, recvbuf, count, datatype, op, comm, true)
 }
 
-coll_entry!(MPI_Scan, PMPI_Scan, MPI_Iscan, PMPI_Iscan, scan_plan, comm,
+coll_entry!(MPI_Scan, PMPI_Scan, MPI_Iscan, PMPI_Iscan, MPI_Scan_init, PMPI_Scan_init, scan_plan, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32));
-coll_entry!(MPI_Exscan, PMPI_Exscan, MPI_Iexscan, PMPI_Iexscan, exscan_plan, comm,
+coll_entry!(MPI_Exscan, PMPI_Exscan, MPI_Iexscan, PMPI_Iexscan, MPI_Exscan_init, PMPI_Exscan_init, exscan_plan, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32));

@@ -191,7 +191,7 @@ fn bcast_plan(buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, com
     ))
 }
 
-crate::coll_entry!(MPI_Bcast, PMPI_Bcast, MPI_Ibcast, PMPI_Ibcast, bcast_plan, comm,
+crate::coll_entry!(MPI_Bcast, PMPI_Bcast, MPI_Ibcast, PMPI_Ibcast, MPI_Bcast_init, PMPI_Bcast_init, bcast_plan, comm,
     (buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, comm: i32));
 
 /// Finds the channel index of the process that passed MPI_ROOT (one step).
@@ -357,7 +357,7 @@ fn gather_plan(
     )
 }
 
-crate::coll_entry!(MPI_Gather, PMPI_Gather, MPI_Igather, PMPI_Igather, gather_plan, comm,
+crate::coll_entry!(MPI_Gather, PMPI_Gather, MPI_Igather, PMPI_Igather, MPI_Gather_init, PMPI_Gather_init, gather_plan, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32));
 
 fn gatherv_plan(
@@ -388,7 +388,7 @@ fn gatherv_plan(
     )
 }
 
-crate::coll_entry!(MPI_Gatherv, PMPI_Gatherv, MPI_Igatherv, PMPI_Igatherv, gatherv_plan, comm,
+crate::coll_entry!(MPI_Gatherv, PMPI_Gatherv, MPI_Igatherv, PMPI_Igatherv, MPI_Gatherv_init, PMPI_Gatherv_init, gatherv_plan, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: i32, root: c_int, comm: i32));
 
 fn allgather_plan(
@@ -417,7 +417,7 @@ fn allgather_plan(
     )
 }
 
-crate::coll_entry!(MPI_Allgather, PMPI_Allgather, MPI_Iallgather, PMPI_Iallgather, allgather_plan, comm,
+crate::coll_entry!(MPI_Allgather, PMPI_Allgather, MPI_Iallgather, PMPI_Iallgather, MPI_Allgather_init, PMPI_Allgather_init, allgather_plan, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, comm: i32));
 
 fn allgatherv_plan(
@@ -447,7 +447,7 @@ fn allgatherv_plan(
     )
 }
 
-crate::coll_entry!(MPI_Allgatherv, PMPI_Allgatherv, MPI_Iallgatherv, PMPI_Iallgatherv, allgatherv_plan, comm,
+crate::coll_entry!(MPI_Allgatherv, PMPI_Allgatherv, MPI_Iallgatherv, PMPI_Iallgatherv, MPI_Allgatherv_init, PMPI_Allgatherv_init, allgatherv_plan, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: i32, comm: i32));
 
 // ---------------------------------------------------------------- Scatter(v)
@@ -576,7 +576,7 @@ fn scatter_plan(
     )
 }
 
-crate::coll_entry!(MPI_Scatter, PMPI_Scatter, MPI_Iscatter, PMPI_Iscatter, scatter_plan, comm,
+crate::coll_entry!(MPI_Scatter, PMPI_Scatter, MPI_Iscatter, PMPI_Iscatter, MPI_Scatter_init, PMPI_Scatter_init, scatter_plan, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32));
 
 fn scatterv_plan(
@@ -598,7 +598,7 @@ fn scatterv_plan(
     )
 }
 
-crate::coll_entry!(MPI_Scatterv, PMPI_Scatterv, MPI_Iscatterv, PMPI_Iscatterv, scatterv_plan, comm,
+crate::coll_entry!(MPI_Scatterv, PMPI_Scatterv, MPI_Iscatterv, PMPI_Iscatterv, MPI_Scatterv_init, PMPI_Scatterv_init, scatterv_plan, comm,
     (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32));
 
 // ---------------------------------------------------------------- Alltoall(v, w)
@@ -683,7 +683,7 @@ fn alltoall_plan(
     )
 }
 
-crate::coll_entry!(MPI_Alltoall, PMPI_Alltoall, MPI_Ialltoall, PMPI_Ialltoall, alltoall_plan, comm,
+crate::coll_entry!(MPI_Alltoall, PMPI_Alltoall, MPI_Ialltoall, PMPI_Ialltoall, MPI_Alltoall_init, PMPI_Alltoall_init, alltoall_plan, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, comm: i32));
 
 fn alltoallv_plan(
@@ -711,7 +711,7 @@ fn alltoallv_plan(
     )
 }
 
-crate::coll_entry!(MPI_Alltoallv, PMPI_Alltoallv, MPI_Ialltoallv, PMPI_Ialltoallv, alltoallv_plan, comm,
+crate::coll_entry!(MPI_Alltoallv, PMPI_Alltoallv, MPI_Ialltoallv, PMPI_Ialltoallv, MPI_Alltoallv_init, PMPI_Alltoallv_init, alltoallv_plan, comm,
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: i32, comm: i32));
 
 fn alltoallw_plan(
@@ -739,5 +739,5 @@ fn alltoallw_plan(
     )
 }
 
-crate::coll_entry!(MPI_Alltoallw, PMPI_Alltoallw, MPI_Ialltoallw, PMPI_Ialltoallw, alltoallw_plan, comm,
+crate::coll_entry!(MPI_Alltoallw, PMPI_Alltoallw, MPI_Ialltoallw, PMPI_Ialltoallw, MPI_Alltoallw_init, PMPI_Alltoallw_init, alltoallw_plan, comm,
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const i32, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const i32, comm: i32));

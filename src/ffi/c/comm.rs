@@ -94,7 +94,7 @@ mpi_entry!(MPI_Comm_split, PMPI_Comm_split, (comm: i32, color: c_int, key: c_int
 
 mpi_entry!(MPI_Comm_split_type, PMPI_Comm_split_type, (comm: i32, split_type: c_int, key: c_int, info: i32, newcomm: *mut i32), errcomm = comm, {
     let c = check::comm(comm)?;
-    let _ = info;
+    super::info::check_arg(info, "info")?;
     if newcomm.is_null() {
         return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
     }

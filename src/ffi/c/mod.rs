@@ -5,6 +5,8 @@ pub mod coll_move;
 pub mod comm;
 pub mod convert;
 pub mod datatype;
+pub mod info;
 pub mod init;
 pub mod op;
 pub mod p2p;
+pub mod persist;

@@ -282,14 +282,16 @@ mpi_entry!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, (buf: *mut c_void, count
 fn wait_one(req: *mut i32, status: *mut CStatus) -> MpiResult<()> {
     crate::runtime::job()?;
     let h = check::inp(req, "request")?;
-    match req_id(h)? {
+    match super::persist::resolve(h)? {
         None => {
             put_status(status, &Status::empty());
             Ok(())
         }
         Some(id) => {
             let st = p2p::wait(id)?;
-            check::out(req, MPI_REQUEST_NULL, "request")?;
+            let mut hh = h;
+            super::persist::release(&mut hh);
+            check::out(req, hh, "request")?;
             put_status(status, &st);
             request_error(id, &st)
         }
@@ -301,14 +303,16 @@ mpi_entry!(MPI_Wait, PMPI_Wait, (request: *mut i32, status: *mut CStatus), errco
 mpi_entry!(MPI_Test, PMPI_Test, (request: *mut i32, flag: *mut c_int, status: *mut CStatus), errcomm = MPI_COMM_WORLD, {
     crate::runtime::job()?;
     let h = check::inp(request, "request")?;
-    match req_id(h)? {
+    match super::persist::resolve(h)? {
         None => {
             put_status(status, &Status::empty());
             check::out(flag, 1, "flag")
         }
         Some(id) => match p2p::test(id)? {
             Some(st) => {
-                check::out(request, MPI_REQUEST_NULL, "request")?;
+                let mut hh = h;
+                super::persist::release(&mut hh);
+                check::out(request, hh, "request")?;
                 put_status(status, &st);
                 check::out(flag, 1, "flag")?;
                 request_error(id, &st)
@@ -319,7 +323,7 @@ mpi_entry!(MPI_Test, PMPI_Test, (request: *mut i32, flag: *mut c_int, status: *m
 });
 
 fn ids(reqs: &[i32]) -> MpiResult<Vec<Option<usize>>> {
-    reqs.iter().map(|&h| req_id(h)).collect()
+    reqs.iter().map(|&h| super::persist::resolve(h)).collect()
 }
 
 mpi_entry!(MPI_Waitall, PMPI_Waitall, (count: c_int, array_of_requests: *mut i32, array_of_statuses: *mut CStatus), errcomm = MPI_COMM_WORLD, {
@@ -333,7 +337,7 @@ mpi_entry!(MPI_Waitall, PMPI_Waitall, (count: c_int, array_of_requests: *mut i32
             None => Status::empty(),
             Some(id) => {
                 let st = p2p::wait(*id)?;
-                reqs[i] = MPI_REQUEST_NULL;
+                super::persist::release(&mut reqs[i]);
                 st
             }
         };
@@ -361,7 +365,7 @@ mpi_entry!(MPI_Testall, PMPI_Testall, (count: c_int, array_of_requests: *mut i32
         let st = match id {
             None => Status::empty(),
             Some(id) => {
-                reqs[i] = MPI_REQUEST_NULL;
+                super::persist::release(&mut reqs[i]);
                 p2p::test(*id)?.unwrap_or_else(Status::empty)
             }
         };
@@ -387,7 +391,7 @@ fn any_complete(reqs: &mut [i32], status: *mut CStatus) -> MpiResult<Option<Opti
         if let Some(id) = id {
             if p2p::is_complete(*id) {
                 let st = p2p::test(*id)?.unwrap_or_else(Status::empty);
-                reqs[i] = MPI_REQUEST_NULL;
+                super::persist::release(&mut reqs[i]);
                 put_status(status, &st);
                 status_error(&st)?;
                 return Ok(Some(Some(i)));
@@ -464,7 +468,7 @@ fn some_complete(
         if let Some(id) = id {
             if p2p::is_complete(*id) {
                 let st = p2p::test(*id)?.unwrap_or_else(Status::empty);
-                reqs[i] = MPI_REQUEST_NULL;
+                super::persist::release(&mut reqs[i]);
                 // SAFETY: indices has room for count entries (standard).
                 unsafe { indices.add(k).write(i as c_int) };
                 put_status_at(statuses, k, &st);
@@ -522,6 +526,10 @@ mpi_entry!(MPI_Testsome, PMPI_Testsome, (incount: c_int, array_of_requests: *mut
 mpi_entry!(MPI_Request_free, PMPI_Request_free, (request: *mut i32), errcomm = MPI_COMM_WORLD, {
     crate::runtime::job()?;
     let h = check::inp(request, "request")?;
+    if super::persist::is_persistent(h) {
+        super::persist::free(h)?;
+        return check::out(request, MPI_REQUEST_NULL, "request");
+    }
     match req_id(h)? {
         None => Err(err(MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL")),
         Some(id) => {
@@ -534,7 +542,7 @@ mpi_entry!(MPI_Request_free, PMPI_Request_free, (request: *mut i32), errcomm = M
 
 mpi_entry!(MPI_Request_get_status, PMPI_Request_get_status, (request: i32, flag: *mut c_int, status: *mut CStatus), errcomm = MPI_COMM_WORLD, {
     crate::runtime::job()?;
-    match req_id(request)? {
+    match super::persist::resolve(request)? {
         None => {
             put_status(status, &Status::empty());
             check::out(flag, 1, "flag")
@@ -554,6 +562,9 @@ mpi_entry!(MPI_Request_get_status, PMPI_Request_get_status, (request: i32, flag:
 mpi_entry!(MPI_Cancel, PMPI_Cancel, (request: *mut i32), errcomm = MPI_COMM_WORLD, {
     crate::runtime::job()?;
     let h = check::inp(request, "request")?;
+    if super::persist::is_persistent(h) {
+        return Err(err(MPI_ERR_REQUEST, "MPI_Cancel is not allowed on a persistent collective request"));
+    }
     match req_id(h)? {
         None => Err(err(MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL")),
         Some(id) => {
@@ -653,4 +664,20 @@ mpi_entry!(MPI_Get_elements, PMPI_Get_elements, (status: *const CStatus, datatyp
         _ => MPI_UNDEFINED,
     };
     check::out(count, n, "count")
+});
+
+mpi_entry!(MPI_Start, PMPI_Start, (request: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let h = check::inp(request, "request")?;
+    super::persist::start(h)
+});
+
+mpi_entry!(MPI_Startall, PMPI_Startall, (count: c_int, array_of_requests: *mut i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let n = check::count(count, "count")?;
+    let reqs = check::array(array_of_requests, n, "array_of_requests")?;
+    for &h in reqs {
+        super::persist::start(h)?;
+    }
+    Ok(())
 });
