@@ -1,0 +1,14 @@
+# rsmpi (the `mpi` crate from crates.io) built as its users build it, with
+# MPICC=build/bin/mpicc: its build probes `mpicc -show`, compiles a C shim with the
+# wrapper and runs bindgen over the whole mpi.h (libclang from Debian). The checked
+# program then runs at np 1..4 under shmpi's mpiexec. The target directory under
+# build/ keeps re-runs fast; no network or a failed build fails this case.
+set -euo pipefail
+P=${SHMPI_PREFIX:-$PWD/build}
+export MPICC=$P/bin/mpicc
+export CARGO_TARGET_DIR=$P/clients/rsmpi-target
+timeout 1500 cargo build --release --locked --manifest-path clients/rsmpi/Cargo.toml
+for np in 1 2 3 4; do
+  timeout 120 "$P/bin/mpiexec" -n $np --timeout 60 "$CARGO_TARGET_DIR/release/shmpi-rsmpi-client"
+done
+echo "rsmpi: ok"
