@@ -7,6 +7,14 @@ set -euo pipefail
 P=${SHMPI_PREFIX:-$PWD/build}
 export MPICC=$P/bin/mpicc
 export CARGO_TARGET_DIR=$P/clients/rsmpi-target
+# rsmpi's build (build-probe-mpi) takes the -I/-L/-l flags from `$MPICC -show` alone,
+# which for MPICH prints the full compile-and-link line.
+show=$("$MPICC" -show)
+case " $show " in
+  *" -lmpi "*) ;;
+  *) echo "FAIL: \`$MPICC -show\` prints no link flags (-L.../-lmpi): '$show';" \
+       "rsmpi would link without the MPI library (MPICH's prints them)"; exit 1 ;;
+esac
 timeout 1500 cargo build --release --locked --manifest-path clients/rsmpi/Cargo.toml
 for np in 1 2 3 4; do
   timeout 120 "$P/bin/mpiexec" -n $np --timeout 60 "$CARGO_TARGET_DIR/release/shmpi-rsmpi-client"
