@@ -5,6 +5,10 @@
 //! macro for them) and bindings call them unconditionally, e.g. the C shim of rsmpi
 //! (the `mpi` crate). shmpi has no MPI-IO, so no file handle other than MPI_FILE_NULL
 //! can exist: MPI_FILE_NULL converts to the Fortran 0 and back, as in MPICH.
+//!
+//! `MPIR_F08_MPI_IN_PLACE` / `MPIR_F08_MPI_BOTTOM`: `extern int` in MPICH's mpi.h (the
+//! objects whose addresses MPICH's mpi_f08 module binds MPI_IN_PLACE and MPI_BOTTOM to);
+//! defined with MPICH's size so every data symbol that header declares exists here.
 use std::os::raw::{c_int, c_void};
 
 macro_rules! file_conversions {
@@ -24,3 +28,10 @@ macro_rules! file_conversions {
 
 file_conversions!(MPI_File_c2f, MPI_File_f2c);
 file_conversions!(PMPI_File_c2f, PMPI_File_f2c);
+
+/// The `use mpi_f08` MPI_IN_PLACE object of MPICH's ABI (an int; only its address matters).
+#[no_mangle]
+pub static mut MPIR_F08_MPI_IN_PLACE: c_int = 0;
+/// The `use mpi_f08` MPI_BOTTOM object of MPICH's ABI (an int; only its address matters).
+#[no_mangle]
+pub static mut MPIR_F08_MPI_BOTTOM: c_int = 0;
