@@ -16,8 +16,11 @@ if [ "$(cat "$venv/.shmpi-mpi-h" 2>/dev/null)" != "$stamp" ] ||
   echo "$stamp" > "$venv/.shmpi-mpi-h"
 fi
 ext=$("$venv/bin/python" -c 'import mpi4py.MPI as m; print(m.__file__)')
-ldd "$ext" | grep -q "libmpi.so.12 => $P/lib/libmpi.so.12" ||
-  { echo "FAIL: $ext does not load shmpi's libmpi.so.12:"; ldd "$ext"; exit 1; }
+deps=$(ldd "$ext")
+case "$deps" in
+  *"libmpi.so.12 => $P/lib/libmpi.so.12 "*) ;;
+  *) echo "FAIL: $ext does not load shmpi's libmpi.so.12:"; echo "$deps"; exit 1 ;;
+esac
 for np in 1 2 3 4; do
   timeout 120 "$P/bin/mpiexec" -n $np --timeout 60 "$venv/bin/python" clients/mpi4py_test.py
 done
