@@ -21,7 +21,8 @@
 //! programs, as they build things of their own.
 //!
 //! The library and the wrappers are built by the Makefile before this runs. The
-//! environment variable SHMPI_TEST_FILTER keeps only tests whose name contains it.
+//! environment variable SHMPI_TEST_FILTER keeps only the cases whose printed name
+//! (`coll_reduce`, `on-mpich/p2p_basic`, or a client script's name) contains it.
 use std::collections::VecDeque;
 use std::io::Read;
 use std::path::{Path, PathBuf};
