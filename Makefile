@@ -8,7 +8,7 @@ LIB     = target/release/libshmpi.so
 all: build
 
 # System packages the build and the tests need (Debian): installed only when missing.
-DEB_PKGS = gcc g++ gfortran mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev python3
+DEB_PKGS = gcc g++ gfortran mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev python3 python3-venv python3-dev cmake
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
@@ -54,7 +54,8 @@ demo: deps build
 	$(PREFIX)/bin/mpiexec -n 4 target/demo/allreduce
 
 # Every test: Rust unit and integration tests, then the C (and Fortran) programs under
-# mpiexec. The last line is the C suite's `N passed, N failed`.
+# mpiexec (also built with MPICH and run on MPICH), then the clients in clients/LIST
+# (rsmpi, mpi4py, CMake, PMPI). The last line is the C suite's `N passed, N failed`.
 test: deps build
 	$(CARGO) test --release --lib --bins --test abi_header --test launcher 2>&1 | tail -n 40
 	$(CARGO) test --release --test c_suite

@@ -5,11 +5,24 @@
 //! LIST format, one test per line (`#` starts a comment):
 //!
 //! ```text
-//! name np1,np2,... [timeout=SEC] [env=K=V,K2=V2] [args=A,B] [expect=fail]
+//! name np1,np2,... [timeout=SEC] [env=K=V,K2=V2] [args=A,B] [expect=fail] [build=mpich|run=mpich]
 //! ```
 //!
+//! The drop-in cases, both ways: `build=mpich` compiles with Debian's `mpicc.mpich` /
+//! `mpif90.mpich` and runs under shmpi's mpiexec (the program must load shmpi by the
+//! sonames MPICH recorded); `run=mpich` compiles with shmpi's wrappers and runs under
+//! `mpiexec.mpich` with MPICH's library found as `libmpi.so.12` / `libmpifort.so.12`
+//! (the multi-node path). Such a case is reported as `mpich-built/NAME` or
+//! `on-mpich/NAME`.
+//!
+//! clients/LIST names scripts, one case each (`name [timeout=SEC]`): `clients/NAME.sh`
+//! runs with bash in the repository root and fails with a non-zero status (rsmpi,
+//! mpi4py, CMake's FindMPI, PMPI interposition). They run one at a time after the
+//! programs, as they build things of their own.
+//!
 //! The library and the wrappers are built by the Makefile before this runs. The
-//! environment variable SHMPI_TEST_FILTER keeps only tests whose name contains it.
+//! environment variable SHMPI_TEST_FILTER keeps only the cases whose printed name
+//! (`coll_reduce`, `on-mpich/p2p_basic`, or a client script's name) contains it.
 use std::collections::VecDeque;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -31,6 +44,28 @@ struct Test {
     env: Vec<(String, String)>,
     expect_fail: bool,
     args: Vec<String>,
+    mode: Mode,
+}
+
+/// Which MPI builds the program and which runs it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    /// shmpi's wrappers, shmpi's mpiexec.
+    Native,
+    /// MPICH's wrappers, shmpi's mpiexec and library.
+    MpichBuilt,
+    /// shmpi's wrappers, MPICH's mpiexec and library.
+    OnMpich,
+}
+
+impl Test {
+    fn label(&self) -> String {
+        match self.mode {
+            Mode::Native => self.name.clone(),
+            Mode::MpichBuilt => format!("mpich-built/{}", self.name),
+            Mode::OnMpich => format!("on-mpich/{}", self.name),
+        }
+    }
 }
 
 fn parse_list(path: &Path, dir: &Path, fortran: bool) -> Result<Vec<Test>, String> {
@@ -59,6 +94,7 @@ fn parse_list(path: &Path, dir: &Path, fortran: bool) -> Result<Vec<Test>, Strin
             env: Vec::new(),
             expect_fail: false,
             args: Vec::new(),
+            mode: Mode::Native,
             name,
         };
         for w in words {
@@ -77,6 +113,10 @@ fn parse_list(path: &Path, dir: &Path, fortran: bool) -> Result<Vec<Test>, Strin
                     .collect();
             } else if w == "expect=fail" {
                 t.expect_fail = true;
+            } else if w == "build=mpich" {
+                t.mode = Mode::MpichBuilt;
+            } else if w == "run=mpich" {
+                t.mode = Mode::OnMpich;
             } else {
                 return Err(bad(&format!("unknown attribute '{w}'")));
             }
@@ -94,6 +134,56 @@ fn parse_list(path: &Path, dir: &Path, fortran: bool) -> Result<Vec<Test>, Strin
         tests.push(t);
     }
     Ok(tests)
+}
+
+const MPICC_MPICH: &str = "/usr/bin/mpicc.mpich";
+const MPIF90_MPICH: &str = "/usr/bin/mpif90.mpich";
+const MPIEXEC_MPICH: &str = "/usr/bin/mpiexec.mpich";
+const MPICH_TOOLS: [&str; 3] = [MPICC_MPICH, MPIF90_MPICH, MPIEXEC_MPICH];
+
+/// Makes `dir` hold MPICH's C and Fortran libraries under the sonames an upstream
+/// MPICH build records (Debian's own are libmpich.so.12 and libmpichfort.so.12).
+fn mpich_lib_dir(dir: &Path) -> Result<(), String> {
+    let sys = Path::new("/usr/lib/x86_64-linux-gnu");
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for (link, target) in [
+        ("libmpi.so.12", "libmpich.so.12"),
+        ("libmpifort.so.12", "libmpichfort.so.12"),
+    ] {
+        let target = sys.join(target);
+        if !target.exists() {
+            return Err(format!("{} is missing: run `make deps`", target.display()));
+        }
+        let link = dir.join(link);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link)
+            .map_err(|e| format!("{}: {e}", link.display()))?;
+    }
+    Ok(())
+}
+
+/// clients/LIST: `name [timeout=SEC]` per line; a missing file means no scripts.
+fn parse_scripts(path: &Path) -> Result<Vec<(String, u64)>, String> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for (ln, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        let mut words = line.split_whitespace();
+        let Some(name) = words.next() else {
+            continue;
+        };
+        let mut timeout = 600;
+        for w in words {
+            timeout = w
+                .strip_prefix("timeout=")
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("{}:{}: bad attribute '{w}'", path.display(), ln + 1))?;
+        }
+        out.push((name.to_string(), timeout));
+    }
+    Ok(out)
 }
 
 fn tail(text: &str, n: usize) -> String {
@@ -176,13 +266,36 @@ fn main() -> ExitCode {
             Err(e) => setup_errors.push(e),
         }
     }
-    tests.retain(|t| t.name.contains(&filter));
+    tests.retain(|t| t.label().contains(&filter));
+    let scripts = match parse_scripts(&root.join("clients/LIST")) {
+        Ok(mut s) => {
+            s.retain(|(name, _)| name.contains(&filter));
+            s
+        }
+        Err(e) => {
+            setup_errors.push(e);
+            Vec::new()
+        }
+    };
     for tool in ["mpicc", "mpiexec"] {
         if !bin.join(tool).exists() {
             setup_errors.push(format!(
                 "{} is missing: build with `make` first",
                 bin.join(tool).display()
             ));
+        }
+    }
+    // MPICH's library under the names an upstream-MPICH-built program records, for the
+    // run=mpich cases; and MPICH's tools, which `make deps` installs.
+    let mpich_libs = root.join("target/mpich-libs");
+    if tests.iter().any(|t| t.mode != Mode::Native) {
+        for tool in MPICH_TOOLS {
+            if !Path::new(tool).exists() {
+                setup_errors.push(format!("{tool} is missing: run `make deps`"));
+            }
+        }
+        if let Err(e) = mpich_lib_dir(&mpich_libs) {
+            setup_errors.push(e);
         }
     }
     if !setup_errors.is_empty() {
@@ -194,13 +307,16 @@ fn main() -> ExitCode {
     }
     let out_c = root.join("target/ctests");
     let out_f = root.join("target/ftests");
-    let _ = std::fs::create_dir_all(&out_c);
-    let _ = std::fs::create_dir_all(&out_f);
+    for sub in ["", "mpich-built", "on-mpich"] {
+        let _ = std::fs::create_dir_all(out_c.join(sub));
+        let _ = std::fs::create_dir_all(out_f.join(sub));
+    }
     let exe = move |t: &Test| {
-        if t.fortran {
-            out_f.join(&t.name)
-        } else {
-            out_c.join(&t.name)
+        let dir = if t.fortran { &out_f } else { &out_c };
+        match t.mode {
+            Mode::Native => dir.join(&t.name),
+            Mode::MpichBuilt => dir.join("mpich-built").join(&t.name),
+            Mode::OnMpich => dir.join("on-mpich").join(&t.name),
         }
     };
 
@@ -215,6 +331,7 @@ fn main() -> ExitCode {
         let (queue, counts, tests) = (queue.clone(), counts.clone(), tests.clone());
         let bin = bin.clone();
         let exe = exe.clone();
+        let mpich_libs = mpich_libs.clone();
         workers.push(std::thread::spawn(move || loop {
             let Some(w) = queue.lock().unwrap().pop_front() else {
                 break;
@@ -222,9 +339,19 @@ fn main() -> ExitCode {
             match w {
                 Work::Compile(i) => {
                     let t = &tests[i];
+                    let mpich = t.mode == Mode::MpichBuilt;
                     let mut cmd = if t.fortran {
-                        let mut c = Command::new(bin.join("mpif90"));
+                        let mut c = if mpich {
+                            Command::new(MPIF90_MPICH)
+                        } else {
+                            Command::new(bin.join("mpif90"))
+                        };
                         c.args(["-O2", "-Wall"]);
+                        c
+                    } else if mpich {
+                        // MPICH's header draws warnings of its own: no -Werror.
+                        let mut c = Command::new(MPICC_MPICH);
+                        c.args(["-Wall", "-O2"]);
                         c
                     } else {
                         let mut c = Command::new(bin.join("mpicc"));
@@ -244,7 +371,7 @@ fn main() -> ExitCode {
                         c.1 += t.nps.len();
                         println!(
                             "FAIL {} np={}: does not compile ({:.2}s)\n{}",
-                            t.name,
+                            t.label(),
                             t.nps
                                 .iter()
                                 .map(|n| n.to_string())
@@ -258,13 +385,18 @@ fn main() -> ExitCode {
                 Work::Run(i, k) => {
                     let t = &tests[i];
                     let np = t.nps[k];
-                    let mut cmd = Command::new(bin.join("mpiexec"));
-                    cmd.arg("-n")
-                        .arg(np.to_string())
-                        .arg("--timeout")
-                        .arg(t.timeout.to_string())
-                        .arg(exe(t))
-                        .args(&t.args);
+                    let mut cmd = if t.mode == Mode::OnMpich {
+                        // Hydra's own time limit; MPICH's library by its upstream names.
+                        let mut c = Command::new(MPIEXEC_MPICH);
+                        c.env("MPIEXEC_TIMEOUT", t.timeout.to_string())
+                            .env("LD_LIBRARY_PATH", &mpich_libs);
+                        c
+                    } else {
+                        let mut c = Command::new(bin.join("mpiexec"));
+                        c.arg("--timeout").arg(t.timeout.to_string());
+                        c
+                    };
+                    cmd.arg("-n").arg(np.to_string()).arg(exe(t)).args(&t.args);
                     for (k, v) in &t.env {
                         cmd.env(k, v);
                     }
@@ -279,7 +411,7 @@ fn main() -> ExitCode {
                     let mut c = counts.lock().unwrap();
                     if ok {
                         c.0 += 1;
-                        println!("PASS {} np={np} ({secs:.2}s)", t.name);
+                        println!("PASS {} np={np} ({secs:.2}s)", t.label());
                     } else {
                         c.1 += 1;
                         let why = match code {
@@ -289,7 +421,7 @@ fn main() -> ExitCode {
                         };
                         println!(
                             "FAIL {} np={np}: {why} ({secs:.2}s)\n{}",
-                            t.name,
+                            t.label(),
                             tail(&out, TAIL_LINES)
                         );
                     }
@@ -299,6 +431,28 @@ fn main() -> ExitCode {
     }
     for w in workers {
         let _ = w.join();
+    }
+    // The client scripts, one at a time: each builds something of its own.
+    for (name, timeout) in &scripts {
+        let mut cmd = Command::new("bash");
+        cmd.arg(root.join("clients").join(format!("{name}.sh")))
+            .current_dir(&root)
+            .env("SHMPI_PREFIX", root.join("build"));
+        let t0 = Instant::now();
+        let (code, out) = run_limited(cmd, Duration::from_secs(*timeout));
+        let secs = t0.elapsed().as_secs_f64();
+        let mut c = counts.lock().unwrap();
+        if code == Some(0) {
+            c.0 += 1;
+            println!("PASS client/{name} ({secs:.2}s)");
+        } else {
+            c.1 += 1;
+            let why = match code {
+                Some(c) => format!("exit status {c}"),
+                None => "did not finish".to_string(),
+            };
+            println!("FAIL client/{name}: {why} ({secs:.2}s)\n{}", tail(&out, 40));
+        }
     }
     let (pass, fail) = *counts.lock().unwrap();
     println!("{pass} passed, {fail} failed");

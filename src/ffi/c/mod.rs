@@ -3,6 +3,7 @@ pub mod coll;
 pub mod coll_inter;
 pub mod coll_move;
 pub mod comm;
+pub mod compat;
 pub mod convert;
 pub mod datatype;
 pub mod info;
