@@ -56,7 +56,7 @@ demo: deps build
 # Every test: Rust unit and integration tests, then the C (and Fortran) programs under
 # mpiexec. The last line is the C suite's `N passed, N failed`.
 test: deps build
-	$(CARGO) test --release --lib --bins --test abi_header --test launcher 2>&1 | tail -n 40
+	$(CARGO) test --release --lib --bins --test abi_header --test launcher --test failures 2>&1 | tail -n 40
 	$(CARGO) test --release --test c_suite
 
 # Collective latency and Reduce_local throughput of shmpi vs MPICH vs Open MPI
