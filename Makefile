@@ -58,6 +58,11 @@ demo: deps build
 test: deps build
 	$(CARGO) test --release --lib --bins --test abi_header --test launcher --test failures --test fuzz 2>&1 | tail -n 40
 	$(CARGO) test --release --test c_suite
+	tests/sanitize/run.sh quick
+
+# C test programs under valgrind memcheck (np 2) and built with AddressSanitizer (np 2, 3).
+sanitize: build
+	tests/sanitize/run.sh
 
 # The fuzzers of tests/fuzz.rs for a few million inputs each (`make test` runs them for
 # about 8 s each). FUZZ_ITERS and FUZZ_SEED to change.

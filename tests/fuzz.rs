@@ -149,7 +149,10 @@ impl Gen<'_> {
                 let bl = self.count(3);
                 let stride = self.rng.range(-5, 5);
                 let (res, bstride) = if kind == 1 {
-                    (derived::vector(n, bl, stride as i32, old), stride as isize * ext)
+                    (
+                        derived::vector(n, bl, stride as i32, old),
+                        stride as isize * ext,
+                    )
                 } else {
                     let s = stride as isize * 3 + self.rng.range(-2, 2) as isize;
                     (derived::hvector(n, bl, s, old), s)
@@ -366,7 +369,9 @@ fn check_type(rng: &mut Rng, h: i32, m: &Model, seed: u64) -> u64 {
         // Unpack, when no byte is written twice (overlapping receive types are
         // erroneous): the oracle writes each stream byte at its place.
         let mut seen = vec![false; buflen];
-        let overlap = places.iter().any(|&p| std::mem::replace(&mut seen[p], true));
+        let overlap = places
+            .iter()
+            .any(|&p| std::mem::replace(&mut seen[p], true));
         if !overlap {
             let stream: Vec<u8> = (0..want.len()).map(|_| rng.next() as u8).collect();
             let mut oracle = vec![0xA5u8; buflen];
@@ -378,7 +383,11 @@ fn check_type(rng: &mut Rng, h: i32, m: &Model, seed: u64) -> u64 {
             let cut = rng.below(stream.len() as u64 + 1) as usize;
             datatype::unpack_slice(&t, count, &mut dst, origin, &stream[..cut], 0).unwrap();
             datatype::unpack_slice(&t, count, &mut dst, origin, &stream[cut..], cut).unwrap();
-            assert!(dst == oracle, "unpack differs from the type map ({})", ctx());
+            assert!(
+                dst == oracle,
+                "unpack differs from the type map ({})",
+                ctx()
+            );
             ops += 1;
         }
     }
@@ -404,7 +413,10 @@ fn run_datatypes(iters: u64, limit: Duration, seed0: u64) {
         calls += g.calls;
         errors += g.errors;
         if let Some((h, m)) = r {
-            if derived::get(h, "t").map(|t| t.is_committed()).unwrap_or(false) {
+            if derived::get(h, "t")
+                .map(|t| t.is_committed())
+                .unwrap_or(false)
+            {
                 types += 1;
                 ops += check_type(&mut rng, h, &m, seed);
             }
@@ -420,8 +432,13 @@ fn run_datatypes(iters: u64, limit: Duration, seed0: u64) {
     );
 }
 
+/// The library provides MPI_THREAD_SERIALIZED: the two fuzzers (threads of one test
+/// process) take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn datatypes() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (iters, limit, seed) = budget(8);
     run_datatypes(iters, limit, seed);
 }
@@ -459,7 +476,10 @@ fn run_entry_points(iters: u64, limit: Duration, seed0: u64) {
         let mut flag = 0;
         init::MPI_Initialized(&mut flag);
         if flag == 0 {
-            assert_eq!(init::MPI_Init(std::ptr::null_mut(), std::ptr::null_mut()), 0);
+            assert_eq!(
+                init::MPI_Init(std::ptr::null_mut(), std::ptr::null_mut()),
+                0
+            );
         }
         init::MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         init::MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
@@ -485,7 +505,16 @@ fn run_entry_points(iters: u64, limit: Duration, seed0: u64) {
         let fo = freed_op;
         cop::MPI_Op_free(&mut freed_op);
         let h = Handles {
-            comms: vec![MPI_COMM_WORLD, MPI_COMM_SELF, dup, MPI_COMM_NULL, fc, 0x1234, -1, 0],
+            comms: vec![
+                MPI_COMM_WORLD,
+                MPI_COMM_SELF,
+                dup,
+                MPI_COMM_NULL,
+                fc,
+                0x1234,
+                -1,
+                0,
+            ],
             types: vec![
                 MPI_INT,
                 MPI_DOUBLE,
@@ -503,8 +532,20 @@ fn run_entry_points(iters: u64, limit: Duration, seed0: u64) {
                 0,
             ],
             ops: vec![
-                MPI_SUM, MPI_MAX, MPI_BAND, MPI_LXOR, MPI_MAXLOC, MPI_MINLOC, MPI_REPLACE,
-                MPI_NO_OP, uop, fo, MPI_OP_NULL, 0x1234, -1, 0,
+                MPI_SUM,
+                MPI_MAX,
+                MPI_BAND,
+                MPI_LXOR,
+                MPI_MAXLOC,
+                MPI_MINLOC,
+                MPI_REPLACE,
+                MPI_NO_OP,
+                uop,
+                fo,
+                MPI_OP_NULL,
+                0x1234,
+                -1,
+                0,
             ],
         };
         let mut sbuf = vec![0u8; BUF];
@@ -560,7 +601,11 @@ fn run_entry_points(iters: u64, limit: Duration, seed0: u64) {
                 eprintln!(
                     "seed {seed}: function {f} comm {c:#x} type {t:#x} op {o:#x} count {count} \
                      root {root} sendbuf {sp} recvbuf {rp} recvcounts {:?}",
-                    if rc_ptr.is_null() { None } else { Some(rcounts) }
+                    if rc_ptr.is_null() {
+                        None
+                    } else {
+                        Some(rcounts)
+                    }
                 );
             }
             let rc = match f {
@@ -642,6 +687,7 @@ fn run_entry_points(iters: u64, limit: Duration, seed0: u64) {
 
 #[test]
 fn entry_points() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (iters, limit, seed) = budget(8);
     run_entry_points(iters, limit, seed);
 }
