@@ -3,7 +3,7 @@ PREFIX ?= $(CURDIR)/build
 CARGO  ?= cargo
 LIB     = target/release/libshmpi.so
 
-.PHONY: all build deps demo test test-rust test-c bench clean install-tree install-fortran
+.PHONY: all build deps demo test test-rust test-c bench clean install-tree install-fortran fuzz sanitize
 
 all: build
 
@@ -57,8 +57,20 @@ demo: deps build
 # mpiexec (also built with MPICH and run on MPICH), then the clients in clients/LIST
 # (rsmpi, mpi4py, CMake, PMPI). The last line is the C suite's `N passed, N failed`.
 test: deps build
-	$(CARGO) test --release --lib --bins --test abi_header --test launcher 2>&1 | tail -n 40
+	$(CARGO) test --release --lib --bins --test abi_header --test launcher --test failures --test fuzz 2>&1 | tail -n 40
 	$(CARGO) test --release --test c_suite
+	tests/sanitize/run.sh quick
+
+# C test programs under valgrind memcheck (np 2) and built with AddressSanitizer (np 2, 3).
+sanitize: build
+	tests/sanitize/run.sh
+
+# The fuzzers of tests/fuzz.rs for a few million inputs each (`make test` runs them for
+# about 8 s each). FUZZ_ITERS and FUZZ_SEED to change.
+FUZZ_ITERS ?= 3000000
+FUZZ_SEED ?= 1
+fuzz: build
+	SHMPI_FUZZ_ITERS=$(FUZZ_ITERS) SHMPI_FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test --release --test fuzz -- --nocapture
 
 # Collective latency and Reduce_local throughput of shmpi vs MPICH vs Open MPI
 # (never part of `make test`). Writes bench/results.md, bench/results.csv and

@@ -1,0 +1,576 @@
+//! Fault injection on real MPI programs (built with build/bin/mpicc, run under
+//! build/bin/mpiexec): a rank that crashes, is killed from outside, exits without
+//! MPI_Finalize or calls MPI_Abort while the others wait inside MPI_Allreduce,
+//! MPI_Barrier or MPI_Recv; mpiexec itself killed; a deadlock stopped by --timeout; a
+//! fatal error's message; calls before MPI_Init and after MPI_Finalize.
+//!
+//! Every job must stop within a second of the fault, mpiexec must say which rank failed
+//! and how and exit non-zero, and nothing may be left behind: no rank process, no new
+//! /dev/shm entry, and no process holding the job's arena memfd (identified by its inode,
+//! read from a live rank's /proc/PID/fd/FD, so concurrent jobs on the machine don't
+//! confuse the check).
+//!
+//! Needs `make build` first (the Makefile's `test` target does it).
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The jobs are timed: run them one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn mpiexec() -> PathBuf {
+    root().join("build/bin/mpiexec")
+}
+
+/// A program every fault test runs. argv: ACTION PLACE VICTIM DIR.
+/// Every rank writes "PID ARENA_FD" to DIR/pid.RANK and joins a barrier; then the victim
+/// waits 300 ms (so the others are asleep in PLACE) and does ACTION, while the others
+/// enter PLACE: an Allreduce, a Barrier, or a Recv from the victim.
+const FAULT_PROG: &str = r#"
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc < 5) return 2;
+    const char *action = argv[1], *place = argv[2], *dir = argv[4];
+    int victim = atoi(argv[3]);
+    char path[4096], tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/tmp.%d", dir, rank);
+    snprintf(path, sizeof path, "%s/pid.%d", dir, rank);
+    FILE *f = fopen(tmp, "w");
+    const char *fd = getenv("SHMPI_ARENA_FD");
+    fprintf(f, "%d %s\n", (int)getpid(), fd ? fd : "-1");
+    fclose(f);
+    rename(tmp, path);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == victim) {
+        usleep(300000);
+        if (!strcmp(action, "segv")) {
+            fprintf(stderr, "rank %d: crashing\n", rank);
+            raise(SIGSEGV);
+        } else if (!strcmp(action, "kill")) {
+            for (;;) pause(); /* killed from outside */
+        } else if (!strcmp(action, "exit")) {
+            exit(0);
+        } else if (!strcmp(action, "abort")) {
+            MPI_Abort(MPI_COMM_WORLD, 42);
+        } else if (!strcmp(action, "hang")) {
+            /* a deadlock: the victim receives what nobody sends */
+            int x;
+            MPI_Recv(&x, 1, MPI_INT, (rank + 1) % size, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        fprintf(stderr, "rank %d: still running after %s\n", rank, action);
+        return 0;
+    }
+    double in = rank, out = 0;
+    int x = 0;
+    for (int i = 0; i < 100000; i++) {
+        if (!strcmp(place, "allreduce"))
+            MPI_Allreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        else if (!strcmp(place, "barrier"))
+            MPI_Barrier(MPI_COMM_WORLD);
+        else
+            MPI_Recv(&x, 1, MPI_INT, victim, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    fprintf(stderr, "rank %d: the collective completed without rank %d\n", rank, victim);
+    MPI_Finalize();
+    return 0;
+}
+"#;
+
+/// Calls before MPI_Init and after MPI_Finalize. argv[1]: "before", "after",
+/// "before-return" (MPI_Init is not called but the query functions that the standard
+/// allows are, and must succeed).
+const EARLY_LATE_PROG: &str = r#"
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char **argv) {
+    int x = 1, y = 0, flag = -1;
+    if (!strcmp(argv[1], "queries")) {
+        int v, sv;
+        if (MPI_Initialized(&flag) != MPI_SUCCESS || flag != 0) return 3;
+        if (MPI_Finalized(&flag) != MPI_SUCCESS || flag != 0) return 4;
+        if (MPI_Get_version(&v, &sv) != MPI_SUCCESS || v != 3) return 5;
+        MPI_Init(&argc, &argv);
+        MPI_Finalize();
+        if (MPI_Finalized(&flag) != MPI_SUCCESS || flag != 1) return 6;
+        if (MPI_Initialized(&flag) != MPI_SUCCESS || flag != 1) return 7;
+        return 0;
+    }
+    if (!strcmp(argv[1], "before")) {
+        int rc = MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        printf("returned %d\n", rc);
+        return 0;
+    }
+    MPI_Init(&argc, &argv);
+    MPI_Finalize();
+    int rc = MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    printf("returned %d\n", rc);
+    return 0;
+}
+"#;
+
+/// A fatal error on one rank (the others wait in a Barrier): MPI_Reduce_local with
+/// MPI_BAND on MPI_DOUBLE under the default MPI_ERRORS_ARE_FATAL.
+const FATAL_PROG: &str = r#"
+#include <mpi.h>
+#include <stdio.h>
+
+int main(int argc, char **argv) {
+    int rank;
+    double a = 1, b = 2;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 1) MPI_Reduce_local(&a, &b, 1, MPI_DOUBLE, MPI_BAND);
+    MPI_Barrier(MPI_COMM_WORLD);
+    fprintf(stderr, "rank %d: survived a fatal error\n", rank);
+    MPI_Finalize();
+    return 0;
+}
+"#;
+
+/// Compiles `src` once per test binary run into a scratch directory; returns the path.
+fn build(name: &str, src: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let d = std::env::temp_dir().join(format!("shmpi-failures-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    });
+    let exe = dir.join(name);
+    static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap();
+    if !built.iter().any(|b| b == name) {
+        let c = dir.join(format!("{name}.c"));
+        std::fs::write(&c, src).unwrap();
+        let mpicc = root().join("build/bin/mpicc");
+        assert!(
+            mpicc.exists(),
+            "{} is missing: run `make build` first",
+            mpicc.display()
+        );
+        let out = Command::new(mpicc)
+            .args(["-Wall", "-Werror", "-O1", "-o"])
+            .arg(&exe)
+            .arg(&c)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "mpicc failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        built.push(name.to_string());
+    }
+    exe
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("shmpi-fail-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// (pid, arena fd) of every rank that wrote DIR/pid.RANK, by rank.
+fn ranks_in(dir: &Path, n: usize) -> Vec<(i32, i32)> {
+    (0..n)
+        .filter_map(|r| {
+            let s = std::fs::read_to_string(dir.join(format!("pid.{r}"))).ok()?;
+            let mut w = s.split_whitespace().map(|x| x.parse::<i32>().ok());
+            Some((w.next()??, w.next()??))
+        })
+        .collect()
+}
+
+fn wait_ranks(dir: &Path, n: usize) -> Vec<(i32, i32)> {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = ranks_in(dir, n);
+        if v.len() == n {
+            return v;
+        }
+        assert!(Instant::now() < end, "the ranks did not start");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Whether `pid` is a live (non-zombie) process.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(s) => {
+            let state = s.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+    }
+}
+
+fn shm_entries() -> HashSet<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// (device, inode) of the job's arena, read from a live rank's descriptor.
+fn arena_id(pid: i32, fd: i32) -> Option<(u64, u64)> {
+    let link = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()?;
+    assert!(
+        link.to_string_lossy().contains("shmpi-arena"),
+        "fd {fd} of rank pid {pid} is {link:?}, not the arena memfd"
+    );
+    let m = std::fs::metadata(format!("/proc/{pid}/fd/{fd}")).ok()?;
+    Some((m.dev(), m.ino()))
+}
+
+/// Processes that hold a descriptor to the memfd `id`.
+fn arena_holders(id: (u64, u64)) -> Vec<String> {
+    let mut v = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return v;
+    };
+    for p in procs.filter_map(|e| e.ok()) {
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        for fd in fds.filter_map(|e| e.ok()) {
+            let Ok(link) = std::fs::read_link(fd.path()) else {
+                continue;
+            };
+            if !link.to_string_lossy().contains("shmpi-arena") {
+                continue;
+            }
+            if let Ok(m) = std::fs::metadata(fd.path()) {
+                if (m.dev(), m.ino()) == id {
+                    v.push(fd.path().display().to_string());
+                }
+            }
+        }
+    }
+    v
+}
+
+/// The leak checks after a job: no rank process, no new /dev/shm entry, no holder of
+/// the arena. Ranks get a second to go (they are already reaped when mpiexec exits, so
+/// this only waits for descendants of mpiexec that was itself killed).
+fn assert_nothing_left(
+    ranks: &[(i32, i32)],
+    arena: Option<(u64, u64)>,
+    shm_before: &HashSet<String>,
+) {
+    let end = Instant::now() + Duration::from_secs(1);
+    while ranks.iter().any(|&(p, _)| alive(p)) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for &(p, _) in ranks {
+        assert!(!alive(p), "rank process {p} survived the job");
+    }
+    let new: Vec<_> = shm_entries().difference(shm_before).cloned().collect();
+    assert!(new.is_empty(), "new entries in /dev/shm: {new:?}");
+    if let Some(id) = arena {
+        let h = arena_holders(id);
+        assert!(h.is_empty(), "the job's arena is still open: {h:?}");
+    }
+}
+
+struct Outcome {
+    code: Option<i32>,
+    stderr: String,
+    /// Seconds from the fault to mpiexec's exit.
+    after_fault: f64,
+    ranks: Vec<(i32, i32)>,
+}
+
+fn spawn(np: usize, exe: &Path, args: &[&str], extra: &[&str]) -> Child {
+    Command::new(mpiexec())
+        .arg("-n")
+        .arg(np.to_string())
+        .args(extra)
+        .arg(exe)
+        .args(args)
+        .env_remove("SHMPI_TIMEOUT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mpiexec")
+}
+
+/// Runs FAULT_PROG with `action` on rank `victim` while the others wait in `place`,
+/// checks that nothing is left, and returns what happened.
+fn fault(np: usize, action: &str, place: &str, victim: usize) -> Outcome {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = build("fault", FAULT_PROG);
+    let d = scratch(&format!("{action}-{place}-{np}"));
+    let shm_before = shm_entries();
+    let vs = victim.to_string();
+    let ds = d.display().to_string();
+    let child = spawn(np, &exe, &[action, place, &vs, &ds], &["--timeout", "30"]);
+    let ranks = wait_ranks(&d, np);
+    let arena = arena_id(ranks[0].0, ranks[0].1);
+    assert!(
+        arena.is_some(),
+        "cannot read the arena descriptor of rank 0"
+    );
+    // The victim acts 300 ms after the barrier that follows writing the pids.
+    let fault_at = if action == "kill" {
+        std::thread::sleep(Duration::from_millis(300));
+        let t = Instant::now();
+        // SAFETY: kill has no memory preconditions; the pid is a rank of our job.
+        assert_eq!(unsafe { libc::kill(ranks[victim].0, libc::SIGKILL) }, 0);
+        t
+    } else {
+        Instant::now() + Duration::from_millis(300)
+    };
+    let out = child.wait_with_output().unwrap();
+    let after_fault = fault_at.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_nothing_left(&ranks, arena, &shm_before);
+    let _ = std::fs::remove_dir_all(&d);
+    Outcome {
+        code: out.status.code(),
+        stderr,
+        after_fault,
+        ranks,
+    }
+}
+
+fn check_fault(np: usize, action: &str, place: &str, victim: usize) {
+    let o = fault(np, action, place, victim);
+    let pid = o.ranks[victim].0;
+    let (want, code) = match action {
+        "segv" => (
+            format!("mpiexec: rank {victim} (pid {pid}) killed by signal 11 (Segmentation fault)"),
+            128 + 11,
+        ),
+        "kill" => (
+            format!("mpiexec: rank {victim} (pid {pid}) killed by signal 9 (Killed)"),
+            128 + 9,
+        ),
+        "exit" => (
+            format!("mpiexec: rank {victim} (pid {pid}) exited without calling MPI_Finalize"),
+            1,
+        ),
+        "abort" => (
+            format!("mpiexec: rank {victim} called MPI_Abort with error code 42"),
+            42,
+        ),
+        _ => unreachable!(),
+    };
+    let ctx = format!(
+        "{action} in {place}, np {np}, victim {victim}:\n{}",
+        o.stderr
+    );
+    assert_eq!(o.code, Some(code), "{ctx}");
+    assert!(o.stderr.contains(&want), "wanted '{want}' in {ctx}");
+    assert_eq!(o.stderr.matches("mpiexec:").count(), 1, "{ctx}");
+    assert!(!o.stderr.contains("completed without"), "{ctx}");
+    assert!(
+        o.after_fault < 1.0,
+        "the job took {:.3}s to stop after the fault ({ctx})",
+        o.after_fault
+    );
+}
+
+macro_rules! fault_tests {
+    ($($name:ident: $np:expr, $action:expr, $place:expr, $victim:expr;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                check_fault($np, $action, $place, $victim);
+            }
+        )*
+    };
+}
+
+fault_tests! {
+    segv_during_allreduce: 3, "segv", "allreduce", 1;
+    segv_during_barrier: 4, "segv", "barrier", 3;
+    segv_during_recv: 2, "segv", "recv", 0;
+    kill_during_allreduce: 4, "kill", "allreduce", 2;
+    kill_during_barrier: 3, "kill", "barrier", 0;
+    kill_during_recv: 3, "kill", "recv", 1;
+    exit_during_allreduce: 2, "exit", "allreduce", 1;
+    exit_during_barrier: 5, "exit", "barrier", 4;
+    exit_during_recv: 3, "exit", "recv", 2;
+    abort_during_allreduce: 3, "abort", "allreduce", 0;
+    abort_during_barrier: 2, "abort", "barrier", 1;
+    abort_during_recv: 4, "abort", "recv", 3;
+    segv_during_allreduce_oversubscribed: 8, "segv", "allreduce", 5;
+    kill_during_barrier_oversubscribed: 8, "kill", "barrier", 7;
+}
+
+#[test]
+fn killing_mpiexec_stops_ranks_waiting_in_a_collective() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = build("fault", FAULT_PROG);
+    for (np, place) in [(3, "allreduce"), (2, "recv"), (4, "barrier")] {
+        let d = scratch(&format!("mpiexec-kill-{place}"));
+        let shm_before = shm_entries();
+        // The "victim" hangs in a receive nobody matches: everyone waits for ever.
+        let ds = d.display().to_string();
+        let mut child = spawn(np, &exe, &["hang", place, "0", &ds], &[]);
+        let ranks = wait_ranks(&d, np);
+        let arena = arena_id(ranks[0].0, ranks[0].1);
+        std::thread::sleep(Duration::from_millis(500));
+        let t = Instant::now();
+        child.kill().unwrap();
+        let _ = child.wait();
+        let end = t + Duration::from_secs(1);
+        while ranks.iter().any(|&(p, _)| alive(p)) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let secs = t.elapsed().as_secs_f64();
+        assert_nothing_left(&ranks, arena, &shm_before);
+        assert!(secs < 1.0, "{place}: the ranks took {secs:.3}s to notice");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+#[test]
+fn timeout_names_each_ranks_call() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = build("fault", FAULT_PROG);
+    for (np, place, want) in [(3, "allreduce", "MPI_Allreduce"), (2, "recv", "MPI_Recv")] {
+        let d = scratch(&format!("timeout-{place}"));
+        let shm_before = shm_entries();
+        let ds = d.display().to_string();
+        let t = Instant::now();
+        let child = spawn(np, &exe, &["hang", place, "0", &ds], &["--timeout", "1.5"]);
+        let ranks = wait_ranks(&d, np);
+        let arena = arena_id(ranks[0].0, ranks[0].1);
+        let out = child.wait_with_output().unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(124), "{stderr}");
+        assert!(
+            stderr.contains("mpiexec: job timed out after 1.5 s; ranks still running:"),
+            "{stderr}"
+        );
+        // rank 0 (the victim) is in a receive from rank 1; the others in `place`.
+        let line = |r: usize| {
+            stderr
+                .lines()
+                .find(|l| l.contains(&format!("rank {r} (pid {})", ranks[r].0)))
+                .unwrap_or_else(|| panic!("no line for rank {r}:\n{stderr}"))
+                .to_string()
+        };
+        assert!(line(0).contains("MPI_Recv"), "{stderr}");
+        for r in 1..np {
+            assert!(
+                line(r).contains(want),
+                "rank {r} should be in {want}:\n{stderr}"
+            );
+        }
+        assert!(secs < 3.5, "took {secs:.2}s");
+        assert_nothing_left(&ranks, arena, &shm_before);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+#[test]
+fn fatal_error_stops_the_job_with_one_clear_line() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = build("fatal", FATAL_PROG);
+    let shm_before = shm_entries();
+    let t = Instant::now();
+    let out = spawn(3, &exe, &[], &["--timeout", "30"])
+        .wait_with_output()
+        .unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let fatal: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("shmpi: fatal error:"))
+        .collect();
+    assert_eq!(fatal.len(), 1, "{stderr}");
+    let l = fatal[0];
+    // The function, the operation and the datatype it does not apply to, the class
+    // and the rank.
+    for want in [
+        "MPI_Reduce_local:",
+        "MPI_BAND",
+        "datatype MPI_DOUBLE",
+        "[MPI_ERR_OP, rank 1]",
+    ] {
+        assert!(l.contains(want), "'{want}' missing from '{l}'");
+    }
+    assert!(
+        stderr.contains("mpiexec: rank 1 stopped the job after a fatal MPI error"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("survived"), "{stderr}");
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(secs < 3.0, "took {secs:.2}s");
+    assert_nothing_left(&[], None, &shm_before);
+}
+
+fn early_late(how: &str, np: Option<usize>) -> (Option<i32>, String, String) {
+    let exe = build("early_late", EARLY_LATE_PROG);
+    let mut cmd = match np {
+        Some(n) => {
+            let mut c = Command::new(mpiexec());
+            c.arg("-n").arg(n.to_string()).arg(&exe);
+            c
+        }
+        None => Command::new(&exe),
+    };
+    cmd.arg(how).env_remove("SHMPI_TIMEOUT");
+    // A singleton must not think it was started by mpiexec.
+    for k in ["SHMPI_RANK", "SHMPI_SIZE", "SHMPI_ARENA_FD"] {
+        cmd.env_remove(k);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn calls_before_init_and_after_finalize_are_errors_not_crashes() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for np in [None, Some(1), Some(2)] {
+        let (code, out, err) = early_late("before", np);
+        // exit status 1 (not a signal: code() would be None, or 128+sig via mpiexec)
+        assert_eq!(code, Some(1), "np {np:?}: {out}{err}");
+        assert!(!out.contains("returned"), "np {np:?}: {out}");
+        assert!(
+            err.contains("MPI_Allreduce") && err.contains("before MPI_Init"),
+            "np {np:?}: {err}"
+        );
+        let (code, out, err) = early_late("after", np);
+        assert_eq!(code, Some(1), "np {np:?}: {out}{err}");
+        assert!(
+            err.contains("MPI_Allreduce") && err.contains("after MPI_Finalize"),
+            "np {np:?}: {err}"
+        );
+        let (code, out, err) = early_late("queries", np);
+        assert_eq!(code, Some(0), "np {np:?}: {out}{err}");
+    }
+}
