@@ -267,7 +267,9 @@ fn read_hdr(a: &Arena, at: usize) -> Hdr {
 fn try_push(a: &Arena, me: usize, dst: usize, mut f: Hdr, data: &SendData) -> bool {
     let r = ring(a, me, dst);
     let inline = if f.kind == F_EAGER { f.len } else { 0 };
-    let need = FRAME_HDR + inline.div_ceil(8) * 8;
+    // Every frame is a multiple of the header size, so the space left before the end of
+    // the ring always holds a whole (padding) header.
+    let need = (FRAME_HDR + inline).div_ceil(FRAME_HDR) * FRAME_HDR;
     let mut head = a.u64_at(r.head).load(Ordering::Relaxed) as usize;
     let tail = a.u64_at(r.tail).load(Ordering::Acquire) as usize;
     let pos = head % r.cap;
