@@ -1213,3 +1213,32 @@ fn simd_timing() {
         }
     }
 }
+
+#[test]
+fn kernel_table_matches_kernel_for() {
+    // `op as usize` indexes the table: it must be the op's position in ALL
+    for (i, op) in BuiltinOp::ALL.into_iter().enumerate() {
+        assert_eq!(op as usize, i);
+    }
+    for p in PREDEFINED.iter() {
+        let p = predefined::lookup(p.handle).unwrap();
+        for op in BuiltinOp::ALL {
+            let fast = predefined_kernel(op, p);
+            let slow = if valid(op, p.class) {
+                kernel(op, p.elem).ok()
+            } else {
+                None
+            };
+            assert_eq!(
+                fast.map(|k| k as usize),
+                slow.map(|k| k as usize),
+                "{} {}",
+                op.name(),
+                p.name
+            );
+        }
+    }
+    // a Predef that is not an entry of PREDEFINED misses the table
+    let copy: &'static Predef = Box::leak(Box::new(PREDEFINED[1]));
+    assert!(predefined_kernel(BuiltinOp::Sum, copy).is_none());
+}
