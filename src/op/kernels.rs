@@ -19,25 +19,32 @@
 //!   index; the padding bytes of the pair types are never written.
 //!
 //! CPU-feature dispatch: every loop also exists compiled with
-//! `#[target_feature(enable = "avx2")]`, chosen once at run time when the CPU has AVX2
-//! (see [`simd_level`]; `SHMPI_SIMD=baseline` forces the portable loops). Measured with
-//! `op::tests::simd_timing` on this machine (2-core Xeon VM with AVX-512, release build;
-//! GB/s of the three streams, aligned / offset by one byte, noisy to about 20%):
+//! `#[target_feature(enable = "avx2")]` and with AVX-512 (F/BW/VL/DQ), chosen once at
+//! run time by what the CPU has (see [`simd_level`]; `SHMPI_SIMD=baseline` or
+//! `SHMPI_SIMD=avx2` caps the level). Where the generic loop does not vectorise well
+//! there are hand-written intrinsics kernels (modules `avx2` and `avx512`): float
+//! MAX/MIN (compare + blend, NaN by an unordered compare) and MPI_DOUBLE_INT
+//! MINLOC/MAXLOC (two or four pairs per vector, padding never written). Measured with
+//! `op::tests::simd_timing` on this machine (2-core Xeon VM with AVX-512, release build,
+//! load average 5-7 from other jobs; GB/s of the three streams, aligned / offset by
+//! one byte; noisy to 30% or more, single runs show 2x outliers):
 //!
-//! | 4096 elements (L1) | baseline (SSE2) | AVX2      |
-//! |--------------------|-----------------|-----------|
-//! | SUM f64            | 62 / 51         | 75 / 66   |
-//! | MAX f64 (NaN/±0)   | 20 / 24         | 40 / 50   |
-//! | SUM f32            | 115 / 82        | 140 / 107 |
-//! | MAX i32            | 71 / 72         | 166 / 123 |
-//! | PROD i64           | 38 / 36         | 71 / 71   |
-//! | BAND u8            | 114 / 97        | 173 / 108 |
+//! | 4096 elements (L1/L2)  | baseline (SSE2) | AVX2      | AVX-512   |
+//! |------------------------|-----------------|-----------|-----------|
+//! | SUM f64                | 59 / 34         | 55 / 55   | 70 / 72   |
+//! | MAX f64 (NaN/±0)       | 18 / 16         | 48 / 44   | 46 / 64   |
+//! | MIN f32 (NaN/±0)       | 20 / 19         | 46 / 45   | 90 / 85   |
+//! | MAXLOC double_int      | 20 / 18         | 21 / 21   | 16 / 22   |
+//! | SUM f32                | 61 / 43         | 121 / 81  | 144 / 141 |
+//! | MAX i32                | 50 / 49         | 146 / 93  | 155 / 138 |
+//! | PROD i64               | 30 / 28         | 60 / 46   | 85 / 72   |
+//! | BAND u8                | 42 / 37         | 68 / 78   | 98 / 141  |
 //!
-//! AVX2 pays 1.2-2.3x while the data is in cache (as it is for the segmented
-//! shared-memory reductions); at 1M elements both are memory-bound (12-27 GB/s, no
-//! consistent difference). AVX-512 was not added: AVX2 already outruns memory, and
-//! the wider variant doubles the code for cache-resident gains only. binary16 converts
-//! element by element in scalar code (about 1-2 GB/s); F16C would speed it up.
+//! In cache the vector levels pay 1.5-4x; at 1M elements all are memory-bound
+//! (25-30 GB/s of the three streams). The float MAX/MIN kernels use plain stores: a
+//! masked store is not forwarded to a load of the next call on the same buffer
+//! (measured 2-3x slower at 4 KiB). binary16 converts element by element in scalar
+//! code (about 1-4 GB/s); F16C would speed it up.
 use crate::datatype::predefined::Elem;
 use crate::error::{err, MpiResult};
 use std::sync::OnceLock;
@@ -315,34 +322,59 @@ fn k_avx2<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: 
     unsafe { k_avx2_inner::<T, N, OP>(inv, inout) }
 }
 
-/// Which vector instruction set the kernels use, detected once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which vector instruction set the kernels use, detected once. Ordered: a level
+/// implies the ones below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SimdLevel {
     Baseline,
     Avx2,
+    /// AVX-512 F/BW/VL/DQ.
+    Avx512,
 }
 
-/// The detected level; `SHMPI_SIMD=baseline` forces the portable loops.
+/// The detected level; `SHMPI_SIMD=baseline` or `SHMPI_SIMD=avx2` caps it.
 pub fn simd_level() -> SimdLevel {
     static LEVEL: OnceLock<SimdLevel> = OnceLock::new();
     *LEVEL.get_or_init(|| {
-        if std::env::var("SHMPI_SIMD").is_ok_and(|v| v == "baseline") {
-            return SimdLevel::Baseline;
-        }
+        #[allow(unused_mut)]
+        let mut have = SimdLevel::Baseline;
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx2") {
-                return SimdLevel::Avx2;
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx2") {
+                have = SimdLevel::Avx2;
+                if has!("avx512f") && has!("avx512bw") && has!("avx512vl") && has!("avx512dq") {
+                    have = SimdLevel::Avx512;
+                }
             }
         }
-        SimdLevel::Baseline
+        match std::env::var("SHMPI_SIMD").as_deref() {
+            Ok("baseline") => SimdLevel::Baseline,
+            Ok("avx2") => have.min(SimdLevel::Avx2),
+            _ => have,
+        }
     })
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+fn k_avx512_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
+    map2::<T, N, OP>(inv, inout)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn k_avx512<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
+    // SAFETY: this kernel is handed out by `pick` only at `SimdLevel::Avx512`, which
+    // `simd_level()` reports only when the CPU has AVX-512 F/BW/VL/DQ.
+    unsafe { k_avx512_inner::<T, N, OP>(inv, inout) }
 }
 
 fn pick<T: Elt<N> + Combine, const N: usize, const OP: u8>(level: SimdLevel) -> Kernel {
     match level {
         #[cfg(target_arch = "x86_64")]
         SimdLevel::Avx2 => k_avx2::<T, N, OP>,
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx512 => k_avx512::<T, N, OP>,
         _ => k_base::<T, N, OP>,
     }
 }
@@ -472,6 +504,320 @@ fn pair<
 }
 
 // ---------------------------------------------------------------------------------------
+// Hand-written AVX2 loops where the generic loop does not vectorise well
+
+/// AVX2 kernels written with intrinsics: float MAX/MIN (the generic select chain
+/// compiled to 2.5x slower than SUM) and MINLOC/MAXLOC on MPI_DOUBLE_INT (the generic
+/// loop is scalar and branchy). Same results, bit for bit, as the generic loops: each
+/// ends with the generic loop on the remainder.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{code, loc, map2, Kernel};
+    use std::arch::x86_64::*;
+
+    /// IEEE maximum/minimum on 32-byte vectors: `max_pd(a, b)` is `a > b ? a : b`
+    /// (`b` when they are equal or either is a NaN); equal values (±0) then take
+    /// `a & b` (MAX: +0 wins) or `a | b` (MIN: -0 wins); a NaN `a` wins last.
+    macro_rules! fminmax {
+        ($name:ident, $t:ty, $n:expr, $op:expr, $load:ident, $store:ident, $cmp:ident,
+         $blend:ident, $pick:ident, $eqfix:ident) => {
+            #[target_feature(enable = "avx2")]
+            fn $name(inv: &[u8], inout: &mut [u8]) {
+                let len = inv.len().min(inout.len());
+                let mut i = 0;
+                while i + 32 <= len {
+                    // SAFETY: bytes i..i+32 lie inside both slices; the loads and the
+                    // store are unaligned; AVX2 is present (see `kernel_at`).
+                    unsafe {
+                        let a = $load(inv.as_ptr().add(i).cast());
+                        let pb = inout.as_mut_ptr().add(i);
+                        let b = $load(pb.cast_const().cast());
+                        let m = $pick(a, b);
+                        let m = $blend(m, $eqfix(a, b), $cmp::<_CMP_EQ_OQ>(a, b));
+                        let m = $blend(m, a, $cmp::<_CMP_UNORD_Q>(a, a));
+                        $store(pb.cast(), m);
+                    }
+                    i += 32;
+                }
+                map2::<$t, $n, { $op }>(&inv[i..], &mut inout[i..]);
+            }
+        };
+    }
+    fminmax!(
+        max_f64,
+        f64,
+        8,
+        code::MAX,
+        _mm256_loadu_pd,
+        _mm256_storeu_pd,
+        _mm256_cmp_pd,
+        _mm256_blendv_pd,
+        _mm256_max_pd,
+        _mm256_and_pd
+    );
+    fminmax!(
+        min_f64,
+        f64,
+        8,
+        code::MIN,
+        _mm256_loadu_pd,
+        _mm256_storeu_pd,
+        _mm256_cmp_pd,
+        _mm256_blendv_pd,
+        _mm256_min_pd,
+        _mm256_or_pd
+    );
+    fminmax!(
+        max_f32,
+        f32,
+        4,
+        code::MAX,
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
+        _mm256_cmp_ps,
+        _mm256_blendv_ps,
+        _mm256_max_ps,
+        _mm256_and_ps
+    );
+    fminmax!(
+        min_f32,
+        f32,
+        4,
+        code::MIN,
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
+        _mm256_cmp_ps,
+        _mm256_blendv_ps,
+        _mm256_min_ps,
+        _mm256_or_ps
+    );
+
+    /// MINLOC/MAXLOC on MPI_DOUBLE_INT (f64 at 0, i32 at 8, 4 padding bytes, extent
+    /// 16), two pairs per 32-byte vector. The decision is `loc_takes_a`'s, computed
+    /// in the value's 64-bit lane; the winning pairs of `inv` are written with a masked
+    /// store of the value and index dwords only, so padding is never written.
+    #[target_feature(enable = "avx2")]
+    fn loc_double_int<const MAX: bool>(inv: &[u8], inout: &mut [u8]) {
+        let len = inv.len().min(inout.len());
+        let mut i = 0;
+        // the value and index dwords of each pair (not the padding)
+        let keep = _mm256_setr_epi32(-1, -1, -1, 0, -1, -1, -1, 0);
+        while i + 32 <= len {
+            // SAFETY: bytes i..i+32 lie inside both slices (two whole pairs with their
+            // padding); unaligned loads; the masked store writes only value and index
+            // bytes of `inout`; AVX2 is present (see `kernel_at`).
+            unsafe {
+                let a = _mm256_loadu_si256(inv.as_ptr().add(i).cast());
+                let pb = inout.as_mut_ptr().add(i);
+                let b = _mm256_loadu_si256(pb.cast_const().cast());
+                let (av, bv) = (_mm256_castsi256_pd(a), _mm256_castsi256_pd(b));
+                // a's value better / b's value better (both false if equal or NaN)
+                let (ab, bb) = if MAX {
+                    (
+                        _mm256_cmp_pd::<_CMP_GT_OQ>(av, bv),
+                        _mm256_cmp_pd::<_CMP_LT_OQ>(av, bv),
+                    )
+                } else {
+                    (
+                        _mm256_cmp_pd::<_CMP_LT_OQ>(av, bv),
+                        _mm256_cmp_pd::<_CMP_GT_OQ>(av, bv),
+                    )
+                };
+                let an = _mm256_castpd_si256(_mm256_cmp_pd::<_CMP_UNORD_Q>(av, av));
+                let bn = _mm256_castpd_si256(_mm256_cmp_pd::<_CMP_UNORD_Q>(bv, bv));
+                let (ab, bb) = (_mm256_castpd_si256(ab), _mm256_castpd_si256(bb));
+                // ai < bi (signed i32) in the index's 64-bit lane, moved to the value's
+                let il = _mm256_cmpgt_epi64(_mm256_slli_epi64::<32>(b), _mm256_slli_epi64::<32>(a));
+                let il = _mm256_shuffle_epi32::<0b01_00_11_10>(il);
+                // a NaN value wins over a number; two NaNs or equal values: smaller index
+                let tie = _mm256_or_si256(
+                    _mm256_andnot_si256(bn, an),
+                    _mm256_andnot_si256(_mm256_xor_si256(an, bn), il),
+                );
+                let take = _mm256_or_si256(ab, _mm256_andnot_si256(bb, tie));
+                let take = _mm256_shuffle_epi32::<0b01_00_01_00>(take);
+                _mm256_maskstore_epi32(pb.cast(), _mm256_and_si256(take, keep), a);
+            }
+            i += 32;
+        }
+        loc::<f64, 8, i32, 4, 8, 16, MAX>(&inv[i..], &mut inout[i..]);
+    }
+
+    /// The hand-written AVX2 kernel of `op` on `elem`, if there is one. Call only when
+    /// the CPU has AVX2.
+    pub(super) fn kernel(op: super::BuiltinOp, elem: super::Elem) -> Option<Kernel> {
+        use super::{BuiltinOp as O, Elem as E};
+        // SAFETY (each wrapper): handed out only at `SimdLevel::Avx2`, which
+        // `simd_level` reports only when the CPU has AVX2.
+        Some(match (op, elem) {
+            (O::Max, E::F64) => |a, b| unsafe { max_f64(a, b) },
+            (O::Min, E::F64) => |a, b| unsafe { min_f64(a, b) },
+            (O::Max, E::F32) => |a, b| unsafe { max_f32(a, b) },
+            (O::Min, E::F32) => |a, b| unsafe { min_f32(a, b) },
+            (O::Maxloc, E::DoubleInt) => |a, b| unsafe { loc_double_int::<true>(a, b) },
+            (O::Minloc, E::DoubleInt) => |a, b| unsafe { loc_double_int::<false>(a, b) },
+            _ => return None,
+        })
+    }
+}
+
+/// AVX-512 versions of the hand-written kernels: float MAX/MIN with mask registers
+/// (compare into a mask, masked fix-ups) and DOUBLE_INT MINLOC/MAXLOC four pairs per
+/// 64-byte vector.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{code, loc, map2, Kernel};
+    use std::arch::x86_64::*;
+
+    /// As `avx2::fminmax`, 64 bytes at a time with the fix-ups under mask registers.
+    /// Loads and stores are plain: a masked store that a load of the next call on
+    /// the same buffer meets cannot be forwarded (measured 2-3x slower at 4 KiB).
+    macro_rules! fminmax {
+        ($name:ident, $t:ty, $n:expr, $op:expr, $load:ident, $store:ident, $cmp:ident,
+         $pick:ident, $fix:ident, $toi:ident, $fromi:ident, $mov:ident) => {
+            #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+            fn $name(inv: &[u8], inout: &mut [u8]) {
+                let len = inv.len().min(inout.len());
+                let mut i = 0;
+                while i + 64 <= len {
+                    // SAFETY: bytes i..i+64 lie inside both slices; the loads and the
+                    // store are unaligned; AVX-512 is present (see `kernel_at`).
+                    unsafe {
+                        let a = $load(inv.as_ptr().add(i).cast());
+                        let pb = inout.as_mut_ptr().add(i);
+                        let b = $load(pb.cast_const().cast());
+                        let m = $pick(a, b);
+                        let eq = $cmp::<_CMP_EQ_OQ>(a, b);
+                        let m = $fromi($fix($toi(m), eq, $toi(a), $toi(b)));
+                        let m = $mov(m, $cmp::<_CMP_UNORD_Q>(a, a), a);
+                        $store(pb.cast(), m);
+                    }
+                    i += 64;
+                }
+                // the rest (under 64 bytes): the generic loop, compiled here for AVX-512
+                map2::<$t, $n, { $op }>(&inv[i..], &mut inout[i..]);
+            }
+        };
+    }
+    fminmax!(
+        max_f64,
+        f64,
+        8,
+        code::MAX,
+        _mm512_loadu_pd,
+        _mm512_storeu_pd,
+        _mm512_cmp_pd_mask,
+        _mm512_max_pd,
+        _mm512_mask_and_epi64,
+        _mm512_castpd_si512,
+        _mm512_castsi512_pd,
+        _mm512_mask_mov_pd
+    );
+    fminmax!(
+        min_f64,
+        f64,
+        8,
+        code::MIN,
+        _mm512_loadu_pd,
+        _mm512_storeu_pd,
+        _mm512_cmp_pd_mask,
+        _mm512_min_pd,
+        _mm512_mask_or_epi64,
+        _mm512_castpd_si512,
+        _mm512_castsi512_pd,
+        _mm512_mask_mov_pd
+    );
+    fminmax!(
+        max_f32,
+        f32,
+        4,
+        code::MAX,
+        _mm512_loadu_ps,
+        _mm512_storeu_ps,
+        _mm512_cmp_ps_mask,
+        _mm512_max_ps,
+        _mm512_mask_and_epi32,
+        _mm512_castps_si512,
+        _mm512_castsi512_ps,
+        _mm512_mask_mov_ps
+    );
+    fminmax!(
+        min_f32,
+        f32,
+        4,
+        code::MIN,
+        _mm512_loadu_ps,
+        _mm512_storeu_ps,
+        _mm512_cmp_ps_mask,
+        _mm512_min_ps,
+        _mm512_mask_or_epi32,
+        _mm512_castps_si512,
+        _mm512_castsi512_ps,
+        _mm512_mask_mov_ps
+    );
+
+    /// MINLOC/MAXLOC on MPI_DOUBLE_INT, four pairs per 64-byte vector: the decision
+    /// of `loc_takes_a` in mask registers (bit 2k: pair k's value lane), a blend of
+    /// the winners into `inout`'s pairs, then a store of the value and index dwords
+    /// (never the padding).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+    fn loc_double_int<const MAX: bool>(inv: &[u8], inout: &mut [u8]) {
+        let len = inv.len().min(inout.len());
+        let mut i = 0;
+        while i + 64 <= len {
+            // SAFETY: bytes i..i+64 lie inside both slices (four whole pairs); the
+            // masked store writes only value and index bytes of `inout` (those of
+            // the pairs `inout` keeps get their own bytes); AVX-512 is present (see
+            // `kernel_at`).
+            unsafe {
+                let a = _mm512_loadu_si512(inv.as_ptr().add(i).cast());
+                let pb = inout.as_mut_ptr().add(i);
+                let b = _mm512_loadu_si512(pb.cast_const().cast());
+                let (av, bv) = (_mm512_castsi512_pd(a), _mm512_castsi512_pd(b));
+                let gt = _mm512_cmp_pd_mask::<_CMP_GT_OQ>(av, bv);
+                let lt = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(av, bv);
+                let (ab, bb) = if MAX { (gt, lt) } else { (lt, gt) };
+                let an = _mm512_cmp_pd_mask::<_CMP_UNORD_Q>(av, av);
+                let bn = _mm512_cmp_pd_mask::<_CMP_UNORD_Q>(bv, bv);
+                // ai < bi (signed i32), found in the index lane 2k+1, moved to bit 2k
+                let il =
+                    _mm512_cmplt_epi64_mask(_mm512_slli_epi64::<32>(a), _mm512_slli_epi64::<32>(b))
+                        >> 1;
+                let tie = (an & !bn) | (!(an ^ bn) & il);
+                // bit 2k: pair k of `inv` wins; widened to both of the pair's qwords
+                let t = (ab | (!bb & tie)) & 0x55;
+                let r = _mm512_mask_blend_epi64(t | t << 1, b, a);
+                // value and index dwords of every pair; the padding is never written
+                _mm512_mask_storeu_epi32(pb.cast(), 0x7777, r);
+            }
+            i += 64;
+        }
+        loc::<f64, 8, i32, 4, 8, 16, MAX>(&inv[i..], &mut inout[i..]);
+    }
+
+    /// The hand-written AVX-512 kernel of `op` on `elem`, if there is one. Call only
+    /// when the CPU has AVX-512 F/BW/VL/DQ.
+    pub(super) fn kernel(op: super::BuiltinOp, elem: super::Elem) -> Option<Kernel> {
+        use super::{BuiltinOp as O, Elem as E};
+        Some(match (op, elem) {
+            // SAFETY: handed out only at `SimdLevel::Avx512` (CPU has AVX-512).
+            (O::Max, E::F64) => |a, b| unsafe { max_f64(a, b) },
+            // SAFETY: as above.
+            (O::Min, E::F64) => |a, b| unsafe { min_f64(a, b) },
+            // SAFETY: as above.
+            (O::Max, E::F32) => |a, b| unsafe { max_f32(a, b) },
+            // SAFETY: as above.
+            (O::Min, E::F32) => |a, b| unsafe { min_f32(a, b) },
+            // SAFETY: as above.
+            (O::Maxloc, E::DoubleInt) => |a, b| unsafe { loc_double_int::<true>(a, b) },
+            // SAFETY: as above.
+            (O::Minloc, E::DoubleInt) => |a, b| unsafe { loc_double_int::<false>(a, b) },
+            _ => return None,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Selection
 
 /// The kernel of `op` on elements of kind `elem`, or MPI_ERR_OP when the operation is
@@ -481,14 +827,20 @@ pub fn kernel(op: BuiltinOp, elem: Elem) -> MpiResult<Kernel> {
     kernel_at(op, elem, simd_level())
 }
 
-/// As [`kernel`], with the vector level given (`SimdLevel::Avx2` only if the CPU has
-/// AVX2, i.e. if [`simd_level`] returned it: otherwise it is treated as baseline).
+/// As [`kernel`], with the vector level given (capped at what [`simd_level`] found).
 pub fn kernel_at(op: BuiltinOp, elem: Elem, level: SimdLevel) -> MpiResult<Kernel> {
-    let l = if level == SimdLevel::Avx2 && simd_level() != SimdLevel::Avx2 {
-        SimdLevel::Baseline
-    } else {
-        level
-    };
+    let l = level.min(simd_level());
+    #[cfg(target_arch = "x86_64")]
+    {
+        let k = match l {
+            SimdLevel::Avx512 => avx512::kernel(op, elem).or_else(|| avx2::kernel(op, elem)),
+            SimdLevel::Avx2 => avx2::kernel(op, elem),
+            SimdLevel::Baseline => None,
+        };
+        if let Some(k) = k {
+            return Ok(k);
+        }
+    }
     let k = match elem {
         Elem::I8 => integer::<i8, 1>(op, l),
         Elem::I16 => integer::<i16, 2>(op, l),

@@ -227,9 +227,49 @@ pub fn reduce_basic(op: BuiltinOp, dtype: i32) -> MpiResult<Option<(i32, usize)>
 /// Errors: MPI_ERR_TYPE for a datatype that is not predefined, MPI_ERR_OP for an
 /// (op, type) pair the standard does not define.
 pub fn kernel_for(op: BuiltinOp, dtype: i32) -> MpiResult<(Kernel, usize)> {
+    if let Some(p) = predefined::lookup(dtype) {
+        if let Some(k) = predefined_kernel(op, p) {
+            return Ok((k, p.extent));
+        }
+    }
     let p = predefined_type(dtype)?;
     check_valid(op, p)?;
     Ok((kernel(op, p.elem)?, p.extent))
+}
+
+/// The kernel of every valid (predefined op, predefined datatype) pair, chosen once
+/// (at the detected vector level): a call then costs two table reads, no validity
+/// checks and no `Result`s. `None` where the pair is invalid.
+type KernelTable = [[Option<Kernel>; BuiltinOp::ALL.len()]; predefined::PREDEFINED_LEN];
+
+fn kernel_table() -> &'static KernelTable {
+    static TABLE: std::sync::OnceLock<KernelTable> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t: KernelTable = [[None; BuiltinOp::ALL.len()]; predefined::PREDEFINED_LEN];
+        for (row, p) in t.iter_mut().zip(predefined::PREDEFINED.iter()) {
+            for (slot, op) in row.iter_mut().zip(BuiltinOp::ALL) {
+                if valid(op, p.class) {
+                    *slot = kernel(op, p.elem).ok();
+                }
+            }
+        }
+        t
+    })
+}
+
+/// The kernel of predefined `op` on predefined datatype `p` (an entry of
+/// `PREDEFINED`, as `predefined::lookup` returns), or `None` if the standard does
+/// not define the pair (then [`kernel_for`] gives the error).
+#[inline]
+pub fn predefined_kernel(op: BuiltinOp, p: &'static Predef) -> Option<Kernel> {
+    // The entry's index from its address (`lookup` hands out references into the
+    // static array); checked, so any other reference just misses the table.
+    let base = predefined::PREDEFINED.as_ptr() as usize;
+    let i = (p as *const Predef as usize).wrapping_sub(base) / std::mem::size_of::<Predef>();
+    match predefined::PREDEFINED.get(i) {
+        Some(q) if std::ptr::eq(q, p) => kernel_table()[i][op as usize],
+        _ => None,
+    }
 }
 
 fn k_replace(inv: &[u8], inout: &mut [u8]) {

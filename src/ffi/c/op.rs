@@ -69,7 +69,32 @@ mpi_entry!(MPI_Op_commutative, PMPI_Op_commutative,
 mpi_entry!(MPI_Reduce_local, PMPI_Reduce_local,
     (inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: i32, op_h: i32),
     errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
+    // (`job()` builds a `Result` on every call: check the state word first)
+    if crate::runtime::state() != crate::runtime::INITIALIZED {
+        crate::runtime::job()?;
+    }
+    // Fast path: a predefined op on a predefined datatype it is defined on, valid
+    // count and buffers. Everything else (including every error) takes the full path.
+    if let (Some(b), Some(p)) = (
+        op::BuiltinOp::from_handle(op_h),
+        crate::datatype::predefined::lookup(datatype),
+    ) {
+        if let Some(k) = op::predefined_kernel(b, p) {
+            let ok = |q: *const c_void| !q.is_null() && q as isize != MPI_IN_PLACE;
+            if count > 0 && ok(inbuf) && ok(inoutbuf) {
+                if let Some(bytes) = op::span(p, count as usize) {
+                    // SAFETY: as in the predefined arm below: the standard requires
+                    // both buffers to hold `count` elements of `datatype` (`bytes`
+                    // bytes); both are non-NULL and not MPI_IN_PLACE.
+                    let a = std::slice::from_raw_parts(inbuf as *const u8, bytes);
+                    // SAFETY: as above; inoutbuf is written through this one slice only.
+                    let io = std::slice::from_raw_parts_mut(inoutbuf as *mut u8, bytes);
+                    k(a, io);
+                    return Ok(());
+                }
+            }
+        }
+    }
     let n = check_count(count)?;
     check_buffer(inbuf, "inbuf", n)?;
     check_buffer(inoutbuf, "inoutbuf", n)?;
