@@ -57,9 +57,9 @@ demo: deps build
 # mpiexec (also built with MPICH and run on MPICH), then the clients in clients/LIST
 # (rsmpi, mpi4py, CMake, PMPI). The last line is the C suite's `N passed, N failed`.
 test: deps build
-	$(CARGO) test --release --lib --bins --test abi_header --test launcher --test failures --test fuzz 2>&1 | tail -n 40
-	$(CARGO) test --release --test c_suite
+	$(CARGO) test --release -q --lib --bins --test abi_header --test launcher --test failures --test fuzz
 	tests/sanitize/run.sh quick
+	$(CARGO) test --release --test c_suite
 
 # C test programs under valgrind memcheck (np 2) and built with AddressSanitizer (np 2, 3).
 sanitize: build

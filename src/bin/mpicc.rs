@@ -200,7 +200,9 @@ fn main() {
             b"-c" | b"-E" | b"-S" | b"-M" | b"-MM" | b"-fsyntax-only"
         )
     }) && !user.is_empty();
-    let linking = force_link.unwrap_or(linking);
+    // `mpicc -show` alone prints the whole compile-and-link line (build tools such as
+    // rsmpi's build script parse -I/-L/-l flags out of it).
+    let linking = force_link.unwrap_or(linking || (mode == Mode::Show && user.is_empty()));
 
     let mut cmd: Vec<OsString> = cc[1..].iter().map(OsString::from).collect();
     cmd.extend(compile_flags.iter().map(OsString::from));

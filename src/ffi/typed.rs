@@ -15,22 +15,31 @@ fn lookup(t: &TypeInfo) -> MpiResult<crate::datatype::TypeRef> {
 
 /// Derived types may address absolute memory (MPI_BOTTOM, i.e. NULL); predefined ones
 /// may not.
-fn check_base(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<()> {
+pub fn check_base(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<()> {
     if check::is_in_place(p) {
         return Err(err(
             MPI_ERR_BUFFER,
             format!("{arg} is MPI_IN_PLACE, which this call does not allow here"),
         ));
     }
-    if p.is_null()
-        && count > 0
-        && t.size > 0
-        && crate::datatype::predefined::lookup(t.handle).is_some()
-    {
-        return Err(err(
-            MPI_ERR_BUFFER,
-            format!("{arg} is NULL but holds {count} elements"),
-        ));
+    if p.is_null() && count > 0 && t.size > 0 {
+        // NULL is MPI_BOTTOM: legal only with a derived datatype whose displacements are
+        // absolute addresses (which never point into the first page).
+        if crate::datatype::predefined::lookup(t.handle).is_some() {
+            return Err(err(
+                MPI_ERR_BUFFER,
+                format!("{arg} is NULL but holds {count} elements"),
+            ));
+        }
+        if t.true_lb < 4096 {
+            return Err(err(
+                MPI_ERR_BUFFER,
+                format!(
+                    "{arg} is NULL (MPI_BOTTOM) but datatype {:#x} starts at displacement {}, not at an absolute address",
+                    t.handle, t.true_lb
+                ),
+            ));
+        }
     }
     Ok(())
 }

@@ -408,6 +408,10 @@ mpi_entry!(MPI_Pack, PMPI_Pack,
     let t = datatype::lookup_arg(datatype, "datatype")?;
     let bytes = packed_bytes(&t, n, incount)?;
     let pos = window(check::inp(position, "position")?, bytes, outsize, "outsize")?;
+    crate::ffi::typed::check_base(inbuf, n, &check::datatype(datatype, "datatype")?, "inbuf")?;
+    if check::is_in_place(outbuf) {
+        return Err(err(MPI_ERR_BUFFER, "outbuf is MPI_IN_PLACE"));
+    }
     if bytes > 0 {
         let out = check::array_mut(outbuf as *mut u8, pos + bytes, "outbuf")?;
         // SAFETY: inbuf (possibly MPI_BOTTOM with absolute displacements) holds `incount`
@@ -425,6 +429,10 @@ mpi_entry!(MPI_Unpack, PMPI_Unpack,
     let t = datatype::lookup_arg(datatype, "datatype")?;
     let bytes = packed_bytes(&t, n, outcount)?;
     let pos = window(check::inp(position, "position")?, bytes, insize, "insize")?;
+    crate::ffi::typed::check_base(outbuf, n, &check::datatype(datatype, "datatype")?, "outbuf")?;
+    if check::is_in_place(inbuf) {
+        return Err(err(MPI_ERR_BUFFER, "inbuf is MPI_IN_PLACE"));
+    }
     if bytes > 0 {
         let inp = check::array(inbuf as *const u8, pos + bytes, "inbuf")?;
         // SAFETY: outbuf (possibly MPI_BOTTOM with absolute displacements) has room for

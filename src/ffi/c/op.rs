@@ -13,6 +13,12 @@ fn check_out_ptr<T>(p: *mut T, what: &str) -> MpiResult<()> {
     Ok(())
 }
 
+/// Whether `bytes` bytes at `a` and at `b` overlap.
+fn overlaps(a: *const c_void, b: *const c_void, bytes: usize) -> bool {
+    let (a, b) = (a as usize, b as usize);
+    bytes > 0 && a < b.saturating_add(bytes) && b < a.saturating_add(bytes)
+}
+
 fn check_count(count: c_int) -> MpiResult<usize> {
     if count < 0 {
         return Err(err(MPI_ERR_COUNT, format!("count = {count} is negative")));
@@ -82,7 +88,7 @@ mpi_entry!(MPI_Reduce_local, PMPI_Reduce_local,
         if let Some(k) = op::predefined_kernel(b, p) {
             let ok = |q: *const c_void| !q.is_null() && q as isize != MPI_IN_PLACE;
             if count > 0 && ok(inbuf) && ok(inoutbuf) {
-                if let Some(bytes) = op::span(p, count as usize) {
+                if let Some(bytes) = op::span(p, count as usize).filter(|&b| !overlaps(inbuf, inoutbuf, b)) {
                     // SAFETY: as in the predefined arm below: the standard requires
                     // both buffers to hold `count` elements of `datatype` (`bytes`
                     // bytes); both are non-NULL and not MPI_IN_PLACE.
@@ -98,6 +104,13 @@ mpi_entry!(MPI_Reduce_local, PMPI_Reduce_local,
     let n = check_count(count)?;
     check_buffer(inbuf, "inbuf", n)?;
     check_buffer(inoutbuf, "inoutbuf", n)?;
+    let span = crate::datatype::info(datatype).map_or(0, |(size, ext)| if n == 0 { 0 } else { (n - 1) * ext + size });
+    if n > 0 && (std::ptr::eq(inbuf, inoutbuf) || overlaps(inbuf, inoutbuf, span)) {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("inbuf ({inbuf:p}) and inoutbuf ({inoutbuf:p}) overlap; MPI_Reduce_local needs two distinct buffers"),
+        ));
+    }
     let o = op::resolve(op_h)?;
     match &o {
         op::OpRef::Builtin(b) if crate::datatype::predefined::lookup(datatype).is_none() => {
