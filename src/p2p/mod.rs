@@ -898,10 +898,17 @@ pub fn wait_until(mut cond: impl FnMut() -> bool) -> MpiResult<()> {
         if cond() {
             return Ok(());
         }
+        // The condition may consume what it finds (MPI_Waitany completes a request): if
+        // the re-check before sleeping succeeds, that is the result.
+        let mut done = false;
         b.pause(|| {
             progress();
-            cond()
+            done = cond();
+            done
         });
+        if done {
+            return Ok(());
+        }
     }
 }
 
