@@ -249,8 +249,15 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
     let job = crate::runtime::job_any().expect("MPI is initialised");
     let mut b = Backoff::new(&job.arena, job.rank, job.policy);
     let mut out = None;
+    let mut polls = 0u32;
     loop {
-        crate::p2p::progress();
+        // Point-to-point and other nonblocking operations progress too (a peer may wait
+        // for our rendezvous send to reach a collective), but a collective step is what
+        // we wait for: run the rest of the engine on every 8th poll.
+        polls = polls.wrapping_add(1);
+        if polls % 8 == 1 {
+            crate::p2p::progress();
+        }
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return v;
         }

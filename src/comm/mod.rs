@@ -180,6 +180,7 @@ static TABLE: RwLock<Table> = RwLock::new(Table {
 /// Sets up MPI_COMM_WORLD and MPI_COMM_SELF at MPI_Init.
 pub fn init_predefined(rank: usize, size: usize) {
     let mut t = TABLE.write().unwrap();
+    // (MPI cannot be initialised twice, so these are set once.)
     t.world = Some(Arc::new(Comm::new(
         MPI_COMM_WORLD,
         crate::shm::WORLD_CHANNEL,
@@ -198,6 +199,12 @@ pub fn init_predefined(rank: usize, size: usize) {
         size,
         "MPI_COMM_SELF",
     )));
+    if let Some(w) = &t.world {
+        let _ = WORLD.set(w.clone());
+    }
+    if let Some(c) = &t.slf {
+        let _ = SELF.set(c.clone());
+    }
 }
 
 /// Registers a new communicator and returns it with its handle filled in.
@@ -227,8 +234,21 @@ pub fn unregister(h: i32) {
     }
 }
 
+/// The predefined communicators, reachable without the table's lock.
+static WORLD: std::sync::OnceLock<Arc<Comm>> = std::sync::OnceLock::new();
+static SELF: std::sync::OnceLock<Arc<Comm>> = std::sync::OnceLock::new();
+
 /// Looks a communicator handle up; MPI_ERR_COMM names the value otherwise.
 pub fn get(h: i32) -> MpiResult<Arc<Comm>> {
+    if h == MPI_COMM_WORLD {
+        if let Some(c) = WORLD.get() {
+            return Ok(c.clone());
+        }
+    } else if h == MPI_COMM_SELF {
+        if let Some(c) = SELF.get() {
+            return Ok(c.clone());
+        }
+    }
     let t = TABLE.read().unwrap();
     let found = if h == MPI_COMM_WORLD {
         t.world.clone()

@@ -150,12 +150,14 @@ pub const R_DOORBELL: usize = 0;
 pub const R_SLEEPING: usize = 4;
 pub const R_PID: usize = 8;
 pub const R_STATE: usize = 12;
-/// The communicator of the current call and the last collective step it reached.
-pub const R_CALL_COMM: usize = 16;
-pub const R_CALL_STEP: usize = 24;
-/// What the rank is doing now, for hang reports: the MPI function's name.
+/// What the rank is doing now, for hang reports: the MPI function's name (its own cache
+/// line: written on every call, read only by mpiexec), then the communicator of the
+/// current call and the last collective step it reached (another line). Both are kept
+/// off the doorbell's line, which peers read at every step.
 pub const R_CALL: usize = 64;
-pub const R_CALL_LEN: usize = 128;
+pub const R_CALL_LEN: usize = 64;
+pub const R_CALL_COMM: usize = 128;
+pub const R_CALL_STEP: usize = 136;
 
 pub const STATE_STARTED: u32 = 1;
 pub const STATE_FINALIZED: u32 = 2;

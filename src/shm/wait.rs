@@ -122,7 +122,7 @@ impl<'a> Backoff<'a> {
         self.iter += 1;
         // A few pure spins first: a hand-off between running ranks takes well under a
         // microsecond.
-        if self.iter < 16 {
+        if self.iter < if self.policy.oversubscribed { 2 } else { 16 } {
             std::hint::spin_loop();
             return;
         }
