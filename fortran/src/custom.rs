@@ -511,3 +511,146 @@ pub unsafe fn comm_null_delete_fn(
 ) {
     rt::set_ierror(ierror, crate::abi::MPI_SUCCESS);
 }
+
+// ---------------------------------------------------------------- info objects
+
+mod ci {
+    use std::os::raw::{c_char, c_int};
+    extern "C" {
+        pub fn PMPI_Info_set(info: c_int, key: *const c_char, value: *const c_char) -> c_int;
+        pub fn PMPI_Info_delete(info: c_int, key: *const c_char) -> c_int;
+        pub fn PMPI_Info_get(
+            info: c_int,
+            key: *const c_char,
+            valuelen: c_int,
+            value: *mut c_char,
+            flag: *mut c_int,
+        ) -> c_int;
+        pub fn PMPI_Info_get_valuelen(
+            info: c_int,
+            key: *const c_char,
+            valuelen: *mut c_int,
+            flag: *mut c_int,
+        ) -> c_int;
+        pub fn PMPI_Info_get_nthkey(info: c_int, n: c_int, key: *mut c_char) -> c_int;
+    }
+}
+
+/// Longest info value (C's MPI_MAX_INFO_VAL).
+const C_MAX_INFO_VAL: usize = 1024;
+/// Longest info key (C's MPI_MAX_INFO_KEY).
+const C_MAX_INFO_KEY: usize = 255;
+
+pub unsafe fn info_set(
+    info: *const Fint,
+    key: *const u8,
+    value: *const u8,
+    ierror: *mut Fint,
+    key_len: usize,
+    value_len: usize,
+) {
+    let rc = rt::guard(|| {
+        let k = rt::string_in(key, key_len);
+        let v = rt::string_in(value, value_len);
+        // SAFETY: INFO is the caller's INTEGER; both strings are NUL-terminated.
+        unsafe { ci::PMPI_Info_set(*info, k.as_ptr().cast(), v.as_ptr().cast()) }
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+pub unsafe fn info_delete(info: *const Fint, key: *const u8, ierror: *mut Fint, key_len: usize) {
+    let rc = rt::guard(|| {
+        let k = rt::string_in(key, key_len);
+        // SAFETY: INFO is the caller's INTEGER; the key is NUL-terminated.
+        unsafe { ci::PMPI_Info_delete(*info, k.as_ptr().cast()) }
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+/// MPI_INFO_GET(INFO, KEY, VALUELEN, VALUE, FLAG, IERROR): VALUE is blank-padded,
+/// at most VALUELEN characters; FLAG is a LOGICAL.
+pub unsafe fn info_get(
+    info: *const Fint,
+    key: *const u8,
+    valuelen: *const Fint,
+    value: *mut u8,
+    flag: *mut Fint,
+    ierror: *mut Fint,
+    key_len: usize,
+    value_len: usize,
+) {
+    let rc = rt::guard(|| {
+        let k = rt::string_in(key, key_len);
+        let mut buf = vec![0u8; C_MAX_INFO_VAL + 1];
+        let mut f: c_int = 0;
+        // SAFETY: INFO and VALUELEN are the caller's INTEGERs; `buf` has room for the
+        // longest value and its NUL.
+        let (info, want) = unsafe { (*info, *valuelen) };
+        let n = (want.max(0) as usize).min(C_MAX_INFO_VAL) as c_int;
+        // SAFETY: as above.
+        let rc = unsafe {
+            ci::PMPI_Info_get(info, k.as_ptr().cast(), n, buf.as_mut_ptr().cast(), &mut f)
+        };
+        if rc == 0 {
+            if f != 0 {
+                rt::string_out(&buf, value, value_len.min(n as usize));
+                if value_len > n as usize && !value.is_null() {
+                    // SAFETY: VALUE is the caller's CHARACTER*(value_len).
+                    unsafe {
+                        std::slice::from_raw_parts_mut(value, value_len)[n as usize..].fill(b' ')
+                    };
+                }
+            }
+            // SAFETY: FLAG is the caller's LOGICAL.
+            unsafe { *flag = (f != 0) as Fint };
+        }
+        rc
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+pub unsafe fn info_get_valuelen(
+    info: *const Fint,
+    key: *const u8,
+    valuelen: *mut Fint,
+    flag: *mut Fint,
+    ierror: *mut Fint,
+    key_len: usize,
+) {
+    let rc = rt::guard(|| {
+        let k = rt::string_in(key, key_len);
+        let (mut n, mut f): (c_int, c_int) = (0, 0);
+        // SAFETY: INFO is the caller's INTEGER; outputs are our locals.
+        let rc = unsafe { ci::PMPI_Info_get_valuelen(*info, k.as_ptr().cast(), &mut n, &mut f) };
+        if rc == 0 {
+            // SAFETY: VALUELEN and FLAG are the caller's INTEGER and LOGICAL.
+            unsafe {
+                if f != 0 {
+                    *valuelen = n;
+                }
+                *flag = (f != 0) as Fint;
+            }
+        }
+        rc
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+pub unsafe fn info_get_nthkey(
+    info: *const Fint,
+    n: *const Fint,
+    key: *mut u8,
+    ierror: *mut Fint,
+    key_len: usize,
+) {
+    let rc = rt::guard(|| {
+        let mut buf = vec![0u8; C_MAX_INFO_KEY + 1];
+        // SAFETY: INFO and N are the caller's INTEGERs; `buf` holds the longest key.
+        let rc = unsafe { ci::PMPI_Info_get_nthkey(*info, *n, buf.as_mut_ptr().cast()) };
+        if rc == 0 {
+            rt::string_out(&buf, key, key_len);
+        }
+        rc
+    });
+    rt::set_ierror(ierror, rc);
+}
