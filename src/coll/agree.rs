@@ -71,6 +71,48 @@ pub fn enabled() -> bool {
     *ON.get_or_init(|| std::env::var("SHMPI_CHECK_ARGS").map_or(true, |v| v != "0"))
 }
 
+/// Packs the five logical words into three for the counter's cache line:
+/// [kind<<48|root, op(32)<<32|dtype(32), extra(20)<<44|bytes(44)]; an all-ones field
+/// means "not compared".
+pub fn pack(w: [u64; 5]) -> [u64; 3] {
+    let h32 = |v: u64| {
+        if v == ANY {
+            0xffff_ffff
+        } else {
+            v & 0xffff_ffff
+        }
+    };
+    let bytes = if w[3] == ANY {
+        (1u64 << 44) - 1
+    } else {
+        w[3] & ((1u64 << 44) - 1)
+    };
+    let extra = if w[4] == ANY {
+        0xf_ffff
+    } else {
+        (w[4] ^ (w[4] >> 20) ^ (w[4] >> 40)) & 0xf_fffe
+    };
+    [w[0], (h32(w[1]) << 32) | h32(w[2]), (extra << 44) | bytes]
+}
+
+/// The inverse of [`pack`] (up to the hash of `extra`).
+pub fn unpack(p: [u64; 3]) -> [u64; 5] {
+    let f32 = |v: u64| if v == 0xffff_ffff { ANY } else { v };
+    let bytes = p[2] & ((1u64 << 44) - 1);
+    let extra = p[2] >> 44;
+    [
+        p[0],
+        f32(p[1] >> 32),
+        f32(p[1] & 0xffff_ffff),
+        if bytes == (1u64 << 44) - 1 {
+            ANY
+        } else {
+            bytes
+        },
+        if extra == 0xf_ffff { ANY } else { extra },
+    ]
+}
+
 impl Desc {
     /// A descriptor comparing only the collective kind.
     pub fn kind(kind: u16) -> Desc {
@@ -176,5 +218,91 @@ fn op_name(w: u64) -> String {
     match crate::op::BuiltinOp::from_handle(h) {
         Some(b) => b.name().to_string(),
         None => format!("{h:#x} (a user-defined op)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc(root: u64, op: u64, dtype: u64, bytes: u64, extra: u64) -> Desc {
+        Desc {
+            kind: 4,
+            root,
+            op,
+            dtype,
+            bytes,
+            extra,
+        }
+    }
+
+    #[test]
+    fn packing_keeps_what_is_compared() {
+        let d = desc(3, MPI_SUM as u32 as u64, MPI_DOUBLE as u32 as u64, 80, ANY);
+        assert_eq!(unpack(pack(d.encode())), d.encode());
+        let any = Desc::kind(7);
+        assert_eq!(unpack(pack(any.encode())), any.encode());
+    }
+
+    #[test]
+    fn disagreements_name_both_ranks_and_values() {
+        let size = |_| 8usize;
+        let a = desc(
+            ANY,
+            MPI_SUM as u32 as u64,
+            MPI_DOUBLE as u32 as u64,
+            80,
+            ANY,
+        )
+        .encode();
+        let b = desc(
+            ANY,
+            MPI_SUM as u32 as u64,
+            MPI_DOUBLE as u32 as u64,
+            96,
+            ANY,
+        )
+        .encode();
+        let e = Desc::disagreement(0, unpack(pack(a)), 3, unpack(pack(b)), size).unwrap();
+        assert_eq!(e.class, MPI_ERR_COUNT);
+        assert!(
+            e.msg.contains(
+                "rank 0 passed count=10 MPI_DOUBLE but rank 3 passed count=12 MPI_DOUBLE"
+            ),
+            "{}",
+            e.msg
+        );
+        let c = desc(
+            ANY,
+            MPI_MAX as u32 as u64,
+            MPI_DOUBLE as u32 as u64,
+            80,
+            ANY,
+        )
+        .encode();
+        assert_eq!(
+            Desc::disagreement(0, a, 1, c, size).unwrap().class,
+            MPI_ERR_OP
+        );
+        let r1 = desc(0, ANY, ANY, 8, ANY).encode();
+        let r2 = desc(1, ANY, ANY, 8, ANY).encode();
+        assert_eq!(
+            Desc::disagreement(0, r1, 1, r2, size).unwrap().class,
+            MPI_ERR_ROOT
+        );
+        let k = Desc::kind(2).encode();
+        assert_eq!(
+            Desc::disagreement(0, a, 1, k, size).unwrap().class,
+            MPI_ERR_NOT_SAME
+        );
+        let h1 = desc(ANY, ANY, ANY, 8, 12345).encode();
+        let h2 = desc(ANY, ANY, ANY, 8, 54321).encode();
+        assert_eq!(
+            Desc::disagreement(0, unpack(pack(h1)), 1, unpack(pack(h2)), size)
+                .unwrap()
+                .class,
+            MPI_ERR_NOT_SAME
+        );
+        assert!(Desc::disagreement(0, a, 1, a, size).is_none());
     }
 }

@@ -84,7 +84,7 @@ impl<'a> Chan<'a> {
         let desc = self.comm.desc.lock().unwrap().take();
         let p = (s % 2) as usize;
         if let Some(d) = desc {
-            for (k, w) in d.encode().iter().enumerate() {
+            for (k, w) in agree::pack(d.encode()).iter().enumerate() {
                 a.u64_at(a.lay.chan_desc(self.comm.ctx, self.me, p) + 8 * k)
                     .store(*w, Ordering::Relaxed);
             }
@@ -112,14 +112,15 @@ impl<'a> Chan<'a> {
     fn check_agreement(&self, p: usize) -> MpiResult<()> {
         let a = &self.job.arena;
         let read = |i: usize| -> [u64; 5] {
-            let mut w = [0u64; 5];
+            let mut w = [0u64; 3];
             for (k, x) in w.iter_mut().enumerate() {
                 *x = a
                     .u64_at(a.lay.chan_desc(self.comm.ctx, i, p) + 8 * k)
                     .load(Ordering::Relaxed);
             }
-            w
+            agree::unpack(w)
         };
+
         let d0 = read(0);
         for i in 1..self.n {
             let di = read(i);

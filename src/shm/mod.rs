@@ -43,10 +43,11 @@ pub struct Layout {
 pub const RANK_BLOCK: usize = 256;
 pub const RING_HDR: usize = 2 * CACHE_LINE;
 pub const PIPE_HDR: usize = 4 * CACHE_LINE;
-/// Channel header: control line, then per member: counter line, argument line and two
-/// lines for the argument-agreement descriptor (coll/agree.rs).
+/// Channel header: control line, then per member: the counter line (the step counter and
+/// the two parities of the argument-agreement descriptor, coll/agree.rs, so checking it
+/// costs no extra cache miss) and an argument line.
 pub const CHAN_CTRL: usize = CACHE_LINE;
-pub const CHAN_MEMBER: usize = 4 * CACHE_LINE;
+pub const CHAN_MEMBER: usize = 2 * CACHE_LINE;
 /// Maximum number of live communicators (channels) in a job.
 pub const NCHAN: usize = 2048;
 /// The channel of MPI_COMM_WORLD; MPI_COMM_SELF of rank r uses `1 + r`.
@@ -118,9 +119,10 @@ impl Layout {
     pub fn chan_args(&self, c: usize, i: usize) -> usize {
         self.chan_counter(c, i) + CACHE_LINE
     }
-    /// Offset of member `i`'s agreement descriptor of `parity` (5 words) in channel `c`.
+    /// Offset of member `i`'s agreement descriptor of `parity` (3 words, in the counter's
+    /// line) in channel `c`.
     pub fn chan_desc(&self, c: usize, i: usize, parity: usize) -> usize {
-        self.chan_counter(c, i) + 2 * CACHE_LINE + parity * 40
+        self.chan_counter(c, i) + 8 + parity * 24
     }
     /// Offset of member `i`'s data slot `parity` in channel `c`.
     pub fn chan_slot(&self, c: usize, i: usize, parity: usize) -> usize {
