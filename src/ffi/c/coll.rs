@@ -152,7 +152,16 @@ fn red_args(
     op: i32,
     comm: i32,
 ) -> MpiResult<(Arc<Comm>, RedData, usize)> {
-    let c = intra(comm)?;
+    red_args_on(intra(comm)?, count, datatype, op)
+}
+
+/// As [`red_args`] for an intracommunicator already looked up.
+fn red_args_on(
+    c: Arc<Comm>,
+    count: c_int,
+    datatype: i32,
+    op: i32,
+) -> MpiResult<(Arc<Comm>, RedData, usize)> {
     let n = check::count(count, "count")?;
     Ok((c, RedData::new(datatype, op)?, n))
 }
@@ -206,10 +215,11 @@ fn allreduce_plan(
     op: i32,
     comm: i32,
 ) -> Plan {
-    if check::comm(comm)?.is_inter() {
-        return coll_inter::allreduce(&check::comm(comm)?, sendbuf, recvbuf, count, datatype, op);
+    let cm = check::comm(comm)?;
+    if cm.is_inter() {
+        return coll_inter::allreduce(&cm, sendbuf, recvbuf, count, datatype, op);
     }
-    let (c, rd, n) = red_args(count, datatype, op, comm)?;
+    let (c, rd, n) = red_args_on(cm, count, datatype, op)?;
     let mut st = Stage::default();
     let total = rd.bytes(n)?;
     let recv = rd.output(&mut st, recvbuf, n, "recvbuf")?;
@@ -236,18 +246,11 @@ fn reduce_plan(
     root: c_int,
     comm: i32,
 ) -> Plan {
-    if check::comm(comm)?.is_inter() {
-        return coll_inter::reduce(
-            &check::comm(comm)?,
-            sendbuf,
-            recvbuf,
-            count,
-            datatype,
-            op,
-            root,
-        );
+    let cm = check::comm(comm)?;
+    if cm.is_inter() {
+        return coll_inter::reduce(&cm, sendbuf, recvbuf, count, datatype, op, root);
     }
-    let (c, rd, n) = red_args(count, datatype, op, comm)?;
+    let (c, rd, n) = red_args_on(cm, count, datatype, op)?;
     let root = check::root(root, &c)?;
     let mut st = Stage::default();
     let total = rd.bytes(n)?;
@@ -334,17 +337,11 @@ fn reduce_scatter_block_plan(
     op: i32,
     comm: i32,
 ) -> Plan {
-    if check::comm(comm)?.is_inter() {
-        return coll_inter::reduce_scatter_block(
-            &check::comm(comm)?,
-            sendbuf,
-            recvbuf,
-            recvcount,
-            datatype,
-            op,
-        );
+    let cm = check::comm(comm)?;
+    if cm.is_inter() {
+        return coll_inter::reduce_scatter_block(&cm, sendbuf, recvbuf, recvcount, datatype, op);
     }
-    let (c, rd, n) = red_args(recvcount, datatype, op, comm)?;
+    let (c, rd, n) = red_args_on(cm, recvcount, datatype, op)?;
     let counts = vec![n; c.size()];
     reduce_scatter_counts(c, rd, sendbuf, recvbuf, &counts, "MPI_Reduce_scatter_block")
 }
@@ -360,17 +357,11 @@ fn reduce_scatter_plan(
     op: i32,
     comm: i32,
 ) -> Plan {
-    if check::comm(comm)?.is_inter() {
-        return coll_inter::reduce_scatter(
-            &check::comm(comm)?,
-            sendbuf,
-            recvbuf,
-            recvcounts,
-            datatype,
-            op,
-        );
+    let cm = check::comm(comm)?;
+    if cm.is_inter() {
+        return coll_inter::reduce_scatter(&cm, sendbuf, recvbuf, recvcounts, datatype, op);
     }
-    let (c, rd, _) = red_args(0, datatype, op, comm)?;
+    let (c, rd, _) = red_args_on(cm, 0, datatype, op)?;
     let counts = check::array(recvcounts, c.size(), "recvcounts")?
         .iter()
         .enumerate()
