@@ -20,7 +20,9 @@ pub fn comm(h: i32) -> MpiResult<Arc<Comm>> {
 }
 
 /// A count argument (>= 0).
-pub fn count(c: c_int, arg: &str) -> MpiResult<usize> {
+/// (`int` counts and MPI-4 `MPI_Count` counts alike.)
+pub fn count(c: impl Into<i64>, arg: &str) -> MpiResult<usize> {
+    let c: i64 = c.into();
     if c < 0 {
         Err(err(MPI_ERR_COUNT, format!("{arg}={c} is negative")))
     } else {

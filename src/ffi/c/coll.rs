@@ -147,7 +147,7 @@ coll_entry!(MPI_Barrier, PMPI_Barrier, MPI_Ibarrier, PMPI_Ibarrier, MPI_Barrier_
 // input from the receive buffer itself (Part::send = None).
 
 fn red_args(
-    count: c_int,
+    count: i64,
     datatype: i32,
     op: i32,
     comm: i32,
@@ -158,7 +158,7 @@ fn red_args(
 /// As [`red_args`] for an intracommunicator already looked up.
 fn red_args_on(
     c: Arc<Comm>,
-    count: c_int,
+    count: i64,
     datatype: i32,
     op: i32,
 ) -> MpiResult<(Arc<Comm>, RedData, usize)> {
@@ -207,14 +207,15 @@ fn reduce_body(
     })
 }
 
-fn allreduce_plan(
+fn allreduce_plan<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: i32,
     op: i32,
     comm: i32,
 ) -> Plan {
+    let count: i64 = count.into();
     let cm = check::comm(comm)?;
     if cm.is_inter() {
         return coll_inter::allreduce(&cm, sendbuf, recvbuf, count, datatype, op);
@@ -237,15 +238,16 @@ fn allreduce_plan(
 coll_entry!(MPI_Allreduce, PMPI_Allreduce, MPI_Iallreduce, PMPI_Iallreduce, MPI_Allreduce_init, PMPI_Allreduce_init, allreduce_plan, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32));
 
-fn reduce_plan(
+fn reduce_plan<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: i32,
     op: i32,
     root: c_int,
     comm: i32,
 ) -> Plan {
+    let count: i64 = count.into();
     let cm = check::comm(comm)?;
     if cm.is_inter() {
         return coll_inter::reduce(&cm, sendbuf, recvbuf, count, datatype, op, root);
@@ -329,14 +331,15 @@ fn reduce_scatter_counts(
     Ok((c.clone(), reduce_body(c, rd, st, total, part, desc)))
 }
 
-fn reduce_scatter_block_plan(
+fn reduce_scatter_block_plan<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     datatype: i32,
     op: i32,
     comm: i32,
 ) -> Plan {
+    let recvcount: i64 = recvcount.into();
     let cm = check::comm(comm)?;
     if cm.is_inter() {
         return coll_inter::reduce_scatter_block(&cm, sendbuf, recvbuf, recvcount, datatype, op);
@@ -349,39 +352,40 @@ fn reduce_scatter_block_plan(
 coll_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, MPI_Reduce_scatter_block_init, PMPI_Reduce_scatter_block_init, reduce_scatter_block_plan, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: i32, op: i32, comm: i32));
 
-fn reduce_scatter_plan(
+fn reduce_scatter_plan<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const C,
     datatype: i32,
     op: i32,
     comm: i32,
 ) -> Plan {
     let cm = check::comm(comm)?;
-    if cm.is_inter() {
-        return coll_inter::reduce_scatter(&cm, sendbuf, recvbuf, recvcounts, datatype, op);
-    }
-    let (c, rd, _) = red_args_on(cm, 0, datatype, op)?;
-    let counts = check::array(recvcounts, c.size(), "recvcounts")?
+    let counts = check::array(recvcounts, cm.size(), "recvcounts")?
         .iter()
         .enumerate()
         .map(|(i, &k)| check::count(k, &format!("recvcounts[{i}]")))
         .collect::<MpiResult<Vec<usize>>>()?;
+    if cm.is_inter() {
+        return coll_inter::reduce_scatter(&cm, sendbuf, recvbuf, &counts, datatype, op);
+    }
+    let (c, rd, _) = red_args_on(cm, 0, datatype, op)?;
     reduce_scatter_counts(c, rd, sendbuf, recvbuf, &counts, "MPI_Reduce_scatter")
 }
 
 coll_entry!(MPI_Reduce_scatter, PMPI_Reduce_scatter, MPI_Ireduce_scatter, PMPI_Ireduce_scatter, MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init, reduce_scatter_plan, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: i32, op: i32, comm: i32));
 
-fn scan_plan_impl(
+fn scan_plan_impl<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: i32,
     op: i32,
     comm: i32,
     exclusive: bool,
 ) -> Plan {
+    let count: i64 = count.into();
     let (c, rd, n) = red_args(count, datatype, op, comm)?;
     let mut st = Stage::default();
     let total = rd.bytes(n)?;
@@ -405,25 +409,27 @@ fn scan_plan_impl(
     ))
 }
 
-fn scan_plan(
+fn scan_plan<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: i32,
     op: i32,
     comm: i32,
 ) -> Plan {
+    let count: i64 = count.into();
     scan_plan_impl(sendbuf, recvbuf, count, datatype, op, comm, false)
 }
 
-fn exscan_plan(
+fn exscan_plan<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: i32,
     op: i32,
     comm: i32,
 ) -> Plan {
+    let count: i64 = count.into();
     scan_plan_impl(sendbuf, recvbuf, count, datatype, op, comm, true)
 }
 
@@ -431,3 +437,21 @@ coll_entry!(MPI_Scan, PMPI_Scan, MPI_Iscan, PMPI_Iscan, MPI_Scan_init, PMPI_Scan
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32));
 coll_entry!(MPI_Exscan, PMPI_Exscan, MPI_Iexscan, PMPI_Iexscan, MPI_Exscan_init, PMPI_Exscan_init, exscan_plan, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32));
+
+// ---------------------------------------------------------------- MPI-4 large counts
+//
+// The same plans with MPI_Count counts (`_c`), in blocking, nonblocking and persistent
+// forms: vectors past 2^31 elements.
+
+coll_entry!(MPI_Allreduce_c, PMPI_Allreduce_c, MPI_Iallreduce_c, PMPI_Iallreduce_c, MPI_Allreduce_init_c, PMPI_Allreduce_init_c, allreduce_plan, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: i32, op: i32, comm: i32));
+coll_entry!(MPI_Reduce_c, PMPI_Reduce_c, MPI_Ireduce_c, PMPI_Ireduce_c, MPI_Reduce_init_c, PMPI_Reduce_init_c, reduce_plan, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: i32, op: i32, root: c_int, comm: i32));
+coll_entry!(MPI_Reduce_scatter_block_c, PMPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block_c, PMPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init_c, PMPI_Reduce_scatter_block_init_c, reduce_scatter_block_plan, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: i32, op: i32, comm: i32));
+coll_entry!(MPI_Reduce_scatter_c, PMPI_Reduce_scatter_c, MPI_Ireduce_scatter_c, PMPI_Ireduce_scatter_c, MPI_Reduce_scatter_init_c, PMPI_Reduce_scatter_init_c, reduce_scatter_plan, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: i32, op: i32, comm: i32));
+coll_entry!(MPI_Scan_c, PMPI_Scan_c, MPI_Iscan_c, PMPI_Iscan_c, MPI_Scan_init_c, PMPI_Scan_init_c, scan_plan, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: i32, op: i32, comm: i32));
+coll_entry!(MPI_Exscan_c, PMPI_Exscan_c, MPI_Iexscan_c, PMPI_Iexscan_c, MPI_Exscan_init_c, PMPI_Exscan_init_c, exscan_plan, comm,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: i32, op: i32, comm: i32));

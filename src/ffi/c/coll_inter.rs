@@ -64,7 +64,7 @@ pub fn reduce(
     c: &Arc<Comm>,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: i64,
     datatype: i32,
     op: i32,
     root: c_int,
@@ -230,7 +230,7 @@ pub fn allreduce(
     c: &Arc<Comm>,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: i64,
     datatype: i32,
     op: i32,
 ) -> Plan {
@@ -270,7 +270,7 @@ pub fn reduce_scatter_block(
     c: &Arc<Comm>,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: i64,
     datatype: i32,
     op: i32,
 ) -> Plan {
@@ -282,14 +282,9 @@ pub fn reduce_scatter(
     c: &Arc<Comm>,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    counts: &[usize],
     datatype: i32,
     op: i32,
 ) -> Plan {
-    let counts = check::array(recvcounts, c.size(), "recvcounts")?
-        .iter()
-        .enumerate()
-        .map(|(i, &k)| check::count(k, &format!("recvcounts[{i}]")))
-        .collect::<MpiResult<Vec<usize>>>()?;
-    scatter_counts(c, sendbuf, recvbuf, &counts, datatype, op)
+    scatter_counts(c, sendbuf, recvbuf, counts, datatype, op)
 }

@@ -468,3 +468,47 @@ mpi_entry!(MPI_Get_elements_x, PMPI_Get_elements_x,
         .map_or(MPI_UNDEFINED as i64, |n| n as i64);
     check::out(count, n, "count")
 });
+
+// ---------------------------------------------------------------------------------------
+// MPI-4 large-count (`_c`) forms: MPI_Count results.
+
+mpi_entry!(MPI_Type_size_c, PMPI_Type_size_c, (datatype: i32, size: *mut i64),
+    errcomm = MPI_COMM_WORLD, {
+    let s = any_type(datatype)?.size();
+    check::out(size, s as i64, "size")
+});
+
+mpi_entry!(MPI_Type_get_extent_c, PMPI_Type_get_extent_c,
+    (datatype: i32, lb: *mut i64, extent: *mut i64), errcomm = MPI_COMM_WORLD, {
+    extent_of(datatype, lb as *mut Aint, extent as *mut Aint, false)
+});
+
+mpi_entry!(MPI_Type_get_true_extent_c, PMPI_Type_get_true_extent_c,
+    (datatype: i32, true_lb: *mut i64, true_extent: *mut i64), errcomm = MPI_COMM_WORLD, {
+    extent_of(datatype, true_lb as *mut Aint, true_extent as *mut Aint, true)
+});
+
+mpi_entry!(MPI_Get_elements_c, PMPI_Get_elements_c,
+    (status: *const CStatus, datatype: i32, count: *mut i64), errcomm = MPI_COMM_WORLD, {
+    let st = check::inp(status, "status")?;
+    let t = datatype::lookup_arg(datatype, "datatype")?;
+    let n = datatype::get_elements(&t, st.count_bytes())
+        .map_or(MPI_UNDEFINED as i64, |n| n as i64);
+    check::out(count, n, "count")
+});
+
+mpi_entry!(MPI_Get_count_c, PMPI_Get_count_c,
+    (status: *const CStatus, datatype: i32, count: *mut i64), errcomm = MPI_COMM_WORLD, {
+    let st = check::inp(status, "status")?;
+    let t = datatype::lookup_arg(datatype, "datatype")?;
+    let bytes = st.count_bytes();
+    let size = t.size() as u64;
+    let n = if size == 0 {
+        if bytes == 0 { 0 } else { MPI_UNDEFINED as i64 }
+    } else if bytes % size != 0 {
+        MPI_UNDEFINED as i64
+    } else {
+        (bytes / size) as i64
+    };
+    check::out(count, n, "count")
+});

@@ -168,3 +168,28 @@ mpi_entry!(MPI_Reduce_local, PMPI_Reduce_local,
         }
     }
 });
+
+// MPI-4 MPI_Reduce_local_c: the same element-wise operation with an MPI_Count count, in
+// chunks of at most INT_MAX elements (each element is independent).
+crate::mpi_entry!(MPI_Reduce_local_c, PMPI_Reduce_local_c,
+    (inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, datatype: i32, op_h: i32),
+    errcomm = MPI_COMM_WORLD, {
+    let n = crate::ffi::check::count(count, "count")?;
+    let ext = crate::ffi::check::datatype(datatype, "datatype")?.extent;
+    let mut done = 0usize;
+    loop {
+        let k = (n - done).min(c_int::MAX as usize);
+        let off = (done * ext) as isize;
+        let (a, b) = if k == 0 { (inbuf, inoutbuf) } else {
+            ((inbuf as *const u8).wrapping_offset(off) as *const c_void, (inoutbuf as *mut u8).wrapping_offset(off) as *mut c_void)
+        };
+        let rc = PMPI_Reduce_local(a, b, k as c_int, datatype, op_h);
+        if rc != MPI_SUCCESS {
+            return Err(err(crate::error::code_class(rc).unwrap_or(rc), crate::error::code_string(rc).unwrap_or_default()));
+        }
+        done += k;
+        if done >= n {
+            return Ok(());
+        }
+    }
+});
