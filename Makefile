@@ -3,7 +3,7 @@ PREFIX ?= $(CURDIR)/build
 CARGO  ?= cargo
 LIB     = target/release/libshmpi.so
 
-.PHONY: all build deps demo test test-rust test-c bench clean install-tree install-fortran fuzz sanitize
+.PHONY: all build deps demo test test-rust test-c bench bench-overlap clean install-tree install-fortran fuzz sanitize
 
 all: build
 
@@ -80,6 +80,18 @@ bench: deps build
 	  { if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-matplotlib >/dev/null; } || echo "bench: matplotlib unavailable, no plot"
 	python3 bench/run.py
+
+# Overlap of MPI_Iallreduce with computation, shmpi vs MPICH vs Open MPI (np 2 and 4).
+bench-overlap: deps build
+	@mkdir -p target/bench
+	$(PREFIX)/bin/mpicc -O2 -o target/bench/overlap_shmpi bench/overlap.c
+	mpicc.mpich -O2 -o target/bench/overlap_mpich bench/overlap.c
+	mpicc.openmpi -O2 -o target/bench/overlap_ompi bench/overlap.c
+	@for np in 2 4; do \
+	  $(PREFIX)/bin/mpiexec -n $$np target/bench/overlap_shmpi shmpi; \
+	  timeout 300 mpiexec.mpich -n $$np target/bench/overlap_mpich MPICH || echo "MPICH np=$$np: timeout"; \
+	  timeout 300 mpiexec.openmpi --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 -n $$np target/bench/overlap_ompi "Open MPI" 2>/dev/null; \
+	done
 
 clean:
 	$(CARGO) clean

@@ -87,6 +87,22 @@ int main(int argc, char **argv) {
         for (size_t e = 0; e < n; e++) CHECK(dr[e] == dfold(og, rn, e), "Allreduce double n=%zu e=%zu", n, e);
         MPI_Allreduce(as, ar, (int)n, MPI_2INT, op, inter);
         for (size_t e = 0; e < n; e++) { affine w = afold(og, rn, e); CHECK(ar[e].m == w.m && ar[e].c == w.c, "Allreduce affine n=%zu e=%zu", n, e); }
+        /* The nonblocking and persistent forms across the groups. */
+        {
+            MPI_Request rq[2];
+            affine *ar2 = malloc((n + 1) * 8);
+            MPI_Iallreduce(as, ar2, (int)n, MPI_2INT, op, inter, &rq[0]);
+            MPI_Allreduce_init(ds, dr, (int)n, MPI_DOUBLE, MPI_SUM, inter, MPI_INFO_NULL, &rq[1]);
+            MPI_Start(&rq[1]);
+            MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+            for (size_t e = 0; e < n; e++) {
+                affine w = afold(og, rn, e);
+                CHECK(ar2[e].m == w.m && ar2[e].c == w.c, "Iallreduce affine n=%zu e=%zu", n, e);
+                CHECK(dr[e] == dfold(og, rn, e), "Allreduce_init double n=%zu e=%zu", n, e);
+            }
+            MPI_Request_free(&rq[1]);
+            free(ar2);
+        }
         /* Reduce: every root of each group. */
         for (int rg = 0; rg < 2; rg++) {
             int rsize = rg == g ? ln : rn;
