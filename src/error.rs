@@ -63,6 +63,7 @@ pub fn class_name(class: i32) -> &'static str {
         MPI_ERR_UNSUPPORTED_OPERATION => "MPI_ERR_UNSUPPORTED_OPERATION",
         MPI_ERR_PROC_ABORTED => "MPI_ERR_PROC_ABORTED",
         MPI_ERR_VALUE_TOO_LARGE => "MPI_ERR_VALUE_TOO_LARGE",
+        MPI_ERR_SPAWN => "MPI_ERR_SPAWN",
         _ => "MPI_ERR_UNKNOWN",
     }
 }
@@ -101,6 +102,7 @@ pub fn class_text(class: i32) -> &'static str {
         MPI_ERR_UNSUPPORTED_OPERATION => "Unsupported operation",
         MPI_ERR_PROC_ABORTED => "Operation failed because a peer process has aborted",
         MPI_ERR_VALUE_TOO_LARGE => "Value is too large to store",
+        MPI_ERR_SPAWN => "Error in spawning processes",
         _ => "Unknown error class",
     }
 }

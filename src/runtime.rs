@@ -15,13 +15,38 @@ pub const FINALIZED: u8 = 2;
 
 /// What every rank knows about its job once initialised.
 pub struct Job {
+    /// This process's slot in the arena (its rank in MPI_COMM_WORLD plus `world_base`).
     pub rank: usize,
+    /// The arena's slot count: the universe of processes the job can hold.
     pub size: usize,
+    /// This process's MPI_COMM_WORLD: slots `world_base..world_base + world_size`
+    /// (base 0 for the ranks mpiexec starts, above for spawned ones).
+    pub world_base: usize,
+    pub world_size: usize,
+    /// MPI_APPNUM: the command index of MPI_Comm_spawn_multiple that started this process.
+    pub appnum: usize,
     pub arena: Arena,
-    pub policy: WaitPolicy,
+    /// How to wait: whether the machine is oversubscribed (it may become so when
+    /// processes are spawned).
+    oversubscribed: std::sync::atomic::AtomicBool,
     pub thread_level: i32,
     pub main_thread: std::thread::ThreadId,
     pub singleton: bool,
+}
+
+impl Job {
+    /// The current wait policy.
+    pub fn policy(&self) -> WaitPolicy {
+        WaitPolicy {
+            oversubscribed: self.oversubscribed.load(Ordering::Relaxed),
+        }
+    }
+    /// Records that `procs` processes now share the machine (after MPI_Comm_spawn).
+    pub fn note_processes(&self, procs: usize) {
+        if WaitPolicy::detect(procs).oversubscribed {
+            self.oversubscribed.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 static JOB: OnceLock<Job> = OnceLock::new();
@@ -59,7 +84,9 @@ pub fn install_job(j: Job) -> MpiResult<&'static Job> {
 
 /// The rank to name in messages (-1 before MPI_Init).
 pub fn rank_for_messages() -> i64 {
-    JOB.get().map(|j| j.rank as i64).unwrap_or(-1)
+    JOB.get()
+        .map(|j| (j.rank - j.world_base) as i64)
+        .unwrap_or(-1)
 }
 
 /// Stops the whole job with `code`: records the abort in the arena (mpiexec reads it to
@@ -160,70 +187,111 @@ pub fn init(required: i32) -> MpiResult<i32> {
         _ => {}
     }
     let env = |k: &str| std::env::var(k).ok();
-    let (rank, size, arena, singleton) = match (
-        env("SHMPI_RANK"),
-        env("SHMPI_SIZE"),
-        env("SHMPI_ARENA_FD"),
-    ) {
-        (Some(r), Some(s), Some(fd)) => {
-            let bad = |what: &str, v: &str| {
-                err(MPI_ERR_OTHER, format!("bad {what}={v:?} in the environment (start the program with shmpi's mpiexec)"))
-            };
-            let rank: usize = r.parse().map_err(|_| bad("SHMPI_RANK", &r))?;
-            let size: usize = s.parse().map_err(|_| bad("SHMPI_SIZE", &s))?;
-            let fd: i32 = fd.parse().map_err(|_| bad("SHMPI_ARENA_FD", &fd))?;
-            if size == 0 || rank >= size {
-                return Err(bad("SHMPI_RANK", &r));
-            }
-            let arena = Arena::map(fd, size).map_err(|e| {
-                err(
-                    MPI_ERR_OTHER,
-                    format!("cannot map the job's shared arena (fd {fd}): {e}"),
-                )
-            })?;
-            if !arena.validate(size) {
-                return Err(err(
-                    MPI_ERR_OTHER,
-                    format!(
-                        "the shared arena behind fd {fd} does not belong to a job of {size} ranks"
-                    ),
-                ));
-            }
-            (rank, size, arena, false)
-        }
-        _ => {
-            let fd = crate::shm::create_job_arena(1).map_err(|e| {
-                err(
-                    MPI_ERR_OTHER,
-                    format!("cannot create the shared arena: {e}"),
-                )
-            })?;
-            use std::os::fd::AsRawFd;
-            let arena = Arena::map(fd.as_raw_fd(), 1)
-                .map_err(|e| err(MPI_ERR_OTHER, format!("cannot map the shared arena: {e}")))?;
-            (0, 1, arena, true)
+    let bad = |what: &str, v: &str| {
+        err(
+            MPI_ERR_OTHER,
+            format!("bad {what}={v:?} in the environment (start the program with shmpi's mpiexec)"),
+        )
+    };
+    let num = |k: &str, default: usize| -> MpiResult<usize> {
+        match env(k) {
+            Some(v) => v.parse().map_err(|_| bad(k, &v)),
+            None => Ok(default),
         }
     };
+    let (rank, size, arena, singleton) =
+        match (env("SHMPI_RANK"), env("SHMPI_SIZE"), env("SHMPI_ARENA_FD")) {
+            (Some(r), Some(s), Some(fd)) => {
+                let rank: usize = r.parse().map_err(|_| bad("SHMPI_RANK", &r))?;
+                let size: usize = s.parse().map_err(|_| bad("SHMPI_SIZE", &s))?;
+                let fd: i32 = fd.parse().map_err(|_| bad("SHMPI_ARENA_FD", &fd))?;
+                let slots = num("SHMPI_SLOTS", size)?;
+                let np = num("SHMPI_NP", size)?;
+                if size == 0 || rank >= slots || size > slots {
+                    return Err(bad("SHMPI_RANK", &r));
+                }
+                let arena = Arena::map(fd, slots, np).map_err(|e| {
+                    err(
+                        MPI_ERR_OTHER,
+                        format!("cannot map the job's shared arena (fd {fd}): {e}"),
+                    )
+                })?;
+                if !arena.validate() {
+                    return Err(err(
+                        MPI_ERR_OTHER,
+                        format!(
+                        "the shared arena behind fd {fd} does not belong to a job of {slots} slots"
+                    ),
+                    ));
+                }
+                (rank, size, arena, false)
+            }
+            _ => {
+                let fd = crate::shm::create_job_arena(1, 1).map_err(|e| {
+                    err(
+                        MPI_ERR_OTHER,
+                        format!("cannot create the shared arena: {e}"),
+                    )
+                })?;
+                use std::os::fd::AsRawFd;
+                let arena = Arena::map(fd.as_raw_fd(), 1, 1)
+                    .map_err(|e| err(MPI_ERR_OTHER, format!("cannot map the shared arena: {e}")))?;
+                (0, 1, arena, true)
+            }
+        };
+    // A spawned job's MPI_COMM_WORLD is slots base..base+size on its own channel.
+    let base = num("SHMPI_WORLD_BASE", 0)?;
+    let world_ctx = num("SHMPI_WORLD_CTX", crate::shm::WORLD_CHANNEL)?;
+    let slots = arena.lay.n;
+    if base + size > slots || rank < base || rank >= base + size || world_ctx >= crate::shm::NCHAN {
+        return Err(bad("SHMPI_WORLD_BASE", &base.to_string()));
+    }
+    let parent = match (env("SHMPI_PARENT_CTX"), env("SHMPI_PARENT_GROUP")) {
+        (Some(c), Some(g)) => {
+            let ctx: usize = c.parse().map_err(|_| bad("SHMPI_PARENT_CTX", &c))?;
+            let group = g
+                .split(',')
+                .map(|x| x.parse::<usize>().ok().filter(|&v| v < slots))
+                .collect::<Option<Vec<usize>>>()
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| bad("SHMPI_PARENT_GROUP", &g))?;
+            Some((ctx, group))
+        }
+        _ => None,
+    };
+    let appnum = num("SHMPI_APPNUM", 0)?;
     // SAFETY: getpid has no preconditions.
     arena
         .rank_pid(rank)
-        .store(unsafe { libc::getpid() } as u32, Ordering::Relaxed);
+        .store(unsafe { libc::getpid() } as u32, Ordering::Release);
     arena
         .rank_state(rank)
         .store(crate::shm::STATE_STARTED, Ordering::Release);
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
+    // Processes sharing the machine: those mpiexec started first, and the spawned ones
+    // up to and including this world.
+    let procs = arena.lay.np.max(base + size);
     let job = Job {
         rank,
-        size,
+        size: slots,
+        world_base: base,
+        world_size: size,
+        appnum,
         arena,
-        policy: WaitPolicy::detect(size),
+        oversubscribed: std::sync::atomic::AtomicBool::new(
+            WaitPolicy::detect(procs).oversubscribed,
+        ),
         thread_level: provided,
         main_thread: std::thread::current().id(),
         singleton,
     };
     install_job(job)?;
-    crate::p2p::init(size);
-    crate::comm::init_predefined(rank, size);
+    let generation = num("SHMPI_GENERATION", 0)? as u64;
+    crate::p2p::init(slots, base + size, generation);
+    crate::comm::init_predefined(rank, base, size, world_ctx, slots);
+    if let Some((ctx, group)) = parent {
+        crate::comm::spawn::init_parent(ctx, group)?;
+    }
     set_state(INITIALIZED);
     Ok(provided)
 }

@@ -130,11 +130,17 @@ fn rank_helper() {
     let rank: usize = std::env::var("SHMPI_RANK").unwrap().parse().unwrap();
     let size: usize = std::env::var("SHMPI_SIZE").unwrap().parse().unwrap();
     let fd: i32 = std::env::var("SHMPI_ARENA_FD").unwrap().parse().unwrap();
+    let slots: usize = std::env::var("SHMPI_SLOTS").unwrap().parse().unwrap();
+    let np: usize = std::env::var("SHMPI_NP").unwrap().parse().unwrap();
+    assert!(
+        size == np && slots >= size,
+        "SHMPI_SIZE, SHMPI_NP, SHMPI_SLOTS disagree"
+    );
     if let Ok(dir) = std::env::var("PID_DIR") {
         std::fs::write(format!("{dir}/pid.{rank}"), std::process::id().to_string()).unwrap();
     }
-    let arena = Arena::map(fd, size).expect("map the arena");
-    assert!(arena.validate(size), "arena not initialised by mpiexec");
+    let arena = Arena::map(fd, slots, np).expect("map the arena");
+    assert!(arena.validate(), "arena not initialised by mpiexec");
     arena
         .rank_pid(rank)
         .store(std::process::id(), Ordering::Release);
@@ -155,7 +161,7 @@ fn rank_helper() {
             let len = std::fs::metadata(format!("/proc/self/fd/{fd}"))
                 .unwrap()
                 .len();
-            let want = Layout::new(size).total as u64;
+            let want = Layout::new(slots, np).total as u64;
             arena
                 .rank_state(rank)
                 .store(STATE_FINALIZED, Ordering::Release);

@@ -45,6 +45,27 @@ mod c {
         pub fn PMPI_Aint_add(base: isize, disp: isize) -> isize;
         pub fn PMPI_Aint_diff(addr1: isize, addr2: isize) -> isize;
         pub fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int;
+        pub fn PMPI_Comm_spawn(
+            command: *const c_char,
+            argv: *const *const c_char,
+            maxprocs: c_int,
+            info: c_int,
+            root: c_int,
+            comm: c_int,
+            intercomm: *mut c_int,
+            errcodes: *mut c_int,
+        ) -> c_int;
+        pub fn PMPI_Comm_spawn_multiple(
+            count: c_int,
+            commands: *const *const c_char,
+            argvs: *const *const *const c_char,
+            maxprocs: *const c_int,
+            infos: *const c_int,
+            root: c_int,
+            comm: c_int,
+            intercomm: *mut c_int,
+            errcodes: *mut c_int,
+        ) -> c_int;
         pub fn PMPI_Wtime() -> c_double;
         pub fn PMPI_Wtick() -> c_double;
     }
@@ -651,6 +672,149 @@ pub unsafe fn info_get_nthkey(
             rt::string_out(&buf, key, key_len);
         }
         rc
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+/// A Fortran argument list for a spawned command: the CHARACTER*(len) entries at
+/// `base`, `stride` entries apart, up to the first blank one (MPI-3.1 10.3.2).
+/// Returns the NUL-terminated strings.
+fn fortran_argv(base: *const u8, stride: usize, len: usize) -> Vec<Vec<u8>> {
+    let mut v = Vec::new();
+    if base.is_null() {
+        return v;
+    }
+    for i in 0.. {
+        // SAFETY: the list ends with a blank entry, as the standard requires; entries
+        // are `stride` CHARACTER*(len) elements apart in the caller's array.
+        let e = unsafe { base.add(i * stride * len) };
+        let s = rt::string_in(e, len);
+        if s.len() == 1 {
+            break;
+        }
+        v.push(s);
+    }
+    v
+}
+
+/// NULL-terminated C pointers to `strings`.
+fn c_pointers(strings: &[Vec<u8>]) -> Vec<*const c_char> {
+    strings
+        .iter()
+        .map(|s| s.as_ptr().cast())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
+}
+
+fn errcodes_arg(p: *mut Fint) -> *mut c_int {
+    if p as usize == crate::abi::addr_mpi_errcodes_ignore() {
+        std::ptr::null_mut()
+    } else {
+        p
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn comm_spawn(
+    command: *const u8,
+    argv: *const u8,
+    maxprocs: *const Fint,
+    info: *const Fint,
+    root: *const Fint,
+    comm: *const Fint,
+    intercomm: *mut Fint,
+    array_of_errcodes: *mut Fint,
+    ierror: *mut Fint,
+    command_len: usize,
+    argv_len: usize,
+) {
+    let rc = rt::guard(|| {
+        let cmd = rt::string_in(command, command_len);
+        let args = if argv as usize == crate::abi::addr_mpi_argv_null() {
+            Vec::new()
+        } else {
+            fortran_argv(argv, 1, argv_len)
+        };
+        let ptrs = c_pointers(&args);
+        // SAFETY: the INTEGER arguments are the caller's; the strings live until the
+        // call returns.
+        unsafe {
+            c::PMPI_Comm_spawn(
+                cmd.as_ptr().cast(),
+                ptrs.as_ptr(),
+                *maxprocs,
+                *info,
+                *root,
+                *comm,
+                intercomm,
+                errcodes_arg(array_of_errcodes),
+            )
+        }
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn comm_spawn_multiple(
+    count: *const Fint,
+    array_of_commands: *const u8,
+    array_of_argv: *const u8,
+    array_of_maxprocs: *const Fint,
+    array_of_info: *const Fint,
+    root: *const Fint,
+    comm: *const Fint,
+    intercomm: *mut Fint,
+    array_of_errcodes: *mut Fint,
+    ierror: *mut Fint,
+    commands_len: usize,
+    argv_len: usize,
+) {
+    let rc = rt::guard(|| {
+        // SAFETY: COUNT is the caller's INTEGER.
+        let n = unsafe { *count };
+        let k = n.max(0) as usize;
+        let cmds: Vec<Vec<u8>> = (0..k)
+            // SAFETY: ARRAY_OF_COMMANDS holds COUNT CHARACTER*(commands_len) entries.
+            .map(|i| {
+                rt::string_in(
+                    unsafe { array_of_commands.add(i * commands_len) },
+                    commands_len,
+                )
+            })
+            .collect();
+        let cmd_ptrs: Vec<*const c_char> = cmds.iter().map(|s| s.as_ptr().cast()).collect();
+        let no_argv = array_of_argv as usize == crate::abi::addr_mpi_argvs_null();
+        // ARRAY_OF_ARGV(COUNT, *): command i's list is row i, entries COUNT apart.
+        let lists: Vec<Vec<Vec<u8>>> = (0..k)
+            .map(|i| {
+                if no_argv {
+                    Vec::new()
+                } else {
+                    // SAFETY: row i of the caller's array.
+                    fortran_argv(unsafe { array_of_argv.add(i * argv_len) }, k, argv_len)
+                }
+            })
+            .collect();
+        let ptr_lists: Vec<Vec<*const c_char>> = lists.iter().map(|l| c_pointers(l)).collect();
+        let argvs: Vec<*const *const c_char> = ptr_lists.iter().map(|p| p.as_ptr()).collect();
+        // SAFETY: as in comm_spawn; every pointer array lives until the call returns.
+        unsafe {
+            c::PMPI_Comm_spawn_multiple(
+                n,
+                cmd_ptrs.as_ptr(),
+                if no_argv {
+                    std::ptr::null()
+                } else {
+                    argvs.as_ptr()
+                },
+                array_of_maxprocs,
+                array_of_info,
+                *root,
+                *comm,
+                intercomm,
+                errcodes_arg(array_of_errcodes),
+            )
+        }
     });
     rt::set_ierror(ierror, rc);
 }

@@ -248,7 +248,7 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
         return v;
     }
     let job = crate::runtime::job_any().expect("MPI is initialised");
-    let mut b = Backoff::new(&job.arena, job.rank, job.policy);
+    let mut b = Backoff::new(&job.arena, job.rank, job.policy());
     let mut out = None;
     let mut polls = 0u32;
     loop {

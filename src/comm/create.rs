@@ -208,6 +208,7 @@ pub fn free(h: i32) -> MpiResult<()> {
     let c = get(h)?;
     attr::delete_all(&c)?;
     super::unregister(h);
+    super::spawn::forget(h);
     let j = crate::runtime::job()?;
     j.arena.release_channel(c.ctx);
     Ok(())

@@ -7,6 +7,7 @@ pub mod create;
 pub mod errhandler;
 pub mod group;
 pub mod inter;
+pub mod spawn;
 
 use crate::abi::*;
 use crate::error::{err, MpiResult};
@@ -177,26 +178,27 @@ static TABLE: RwLock<Table> = RwLock::new(Table {
     free: Vec::new(),
 });
 
-/// Sets up MPI_COMM_WORLD and MPI_COMM_SELF at MPI_Init.
-pub fn init_predefined(rank: usize, size: usize) {
+/// Sets up MPI_COMM_WORLD (slots `base..base + size` on channel `world_ctx`) and
+/// MPI_COMM_SELF at MPI_Init; `slot` is this process's slot of the arena's `slots`.
+pub fn init_predefined(slot: usize, base: usize, size: usize, world_ctx: usize, slots: usize) {
     let mut t = TABLE.write().unwrap();
     // (MPI cannot be initialised twice, so these are set once.)
     t.world = Some(Arc::new(Comm::new(
         MPI_COMM_WORLD,
-        crate::shm::WORLD_CHANNEL,
-        (0..size).collect(),
-        rank,
+        world_ctx,
+        (base..base + size).collect(),
+        slot - base,
         None,
-        size,
+        slots,
         "MPI_COMM_WORLD",
     )));
     t.slf = Some(Arc::new(Comm::new(
         MPI_COMM_SELF,
-        1 + rank,
-        vec![rank],
+        1 + slot,
+        vec![slot],
         0,
         None,
-        size,
+        slots,
         "MPI_COMM_SELF",
     )));
     if let Some(w) = &t.world {
@@ -209,6 +211,10 @@ pub fn init_predefined(rank: usize, size: usize) {
 
 /// Registers a new communicator and returns it with its handle filled in.
 pub fn register(mut c: Comm) -> Arc<Comm> {
+    // Its members may include processes (spawned ones) this process never heard from.
+    if let Some(&top) = c.chan_members.iter().max() {
+        crate::p2p::connect_up_to(top + 1);
+    }
     let mut t = TABLE.write().unwrap();
     let idx = match t.free.pop() {
         Some(i) => i,

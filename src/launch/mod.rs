@@ -14,6 +14,8 @@
 //! Supervision is driven by `sigtimedwait`: SIGCHLD and the forwarded signals are
 //! blocked in every mpiexec thread and waited for synchronously, with a short timeout
 //! so that the arena's abort record and the job's deadline are checked promptly.
+use crate::comm::spawn::{self, Cmd, Request};
+use crate::p2p;
 use crate::shm::{self, Arena, STATE_STARTED};
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -29,12 +31,17 @@ use std::time::{Duration, Instant};
 
 /// Largest job mpiexec starts.
 pub const MAX_RANKS: usize = 4096;
+/// Largest universe (process slots, spawned processes included).
+pub const MAX_SLOTS: usize = 4096;
 /// Exit status of a job stopped by `--timeout`.
 pub const EXIT_TIMEOUT: i32 = 124;
 /// Exit status for usage errors.
 pub const EXIT_USAGE: i32 = 2;
 /// Time ranks get between SIGTERM and SIGKILL when the job is stopped.
 const KILL_GRACE: Duration = Duration::from_millis(200);
+/// How long a spawn that finds no room waits for running spawned processes to finish
+/// and free their slots.
+const SPAWN_PATIENCE: Duration = Duration::from_secs(3);
 /// Longest pause of the supervision loop.
 const TICK: Duration = Duration::from_millis(20);
 
@@ -46,6 +53,11 @@ Starts N processes of `program` as one MPI job on this machine.
 Options:
   -n N, -np N            number of processes (1..4096), required
   -l, -prepend-rank      prefix every output line with \"[rank]: \"
+  -usize N, --universe-size N
+                         process slots for the job, the N ranks included: room
+                         for MPI_Comm_spawn and the value of MPI_UNIVERSE_SIZE
+                         (default N + N, at least 4 and at most 16 more; the
+                         environment variable SHMPI_UNIVERSE_SIZE does the same)
   --timeout SEC          stop the job after SEC seconds (exit status 124);
                          the environment variable SHMPI_TIMEOUT does the same
   -genv NAME VALUE       set NAME=VALUE in every rank's environment
@@ -64,6 +76,8 @@ code for MPI_Abort; 124 for a timeout; 2 for usage errors.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     pub n: usize,
+    /// Process slots (MPI_UNIVERSE_SIZE), `n` included.
+    pub universe: usize,
     pub label: bool,
     pub timeout: Option<f64>,
     pub env: Vec<(String, String)>,
@@ -94,6 +108,20 @@ fn parse_count(v: &str) -> Result<usize, String> {
     }
 }
 
+fn parse_universe(v: &str) -> Result<usize, String> {
+    match v.trim().parse::<u64>() {
+        Ok(k) if k >= 1 && k <= MAX_SLOTS as u64 => Ok(k as usize),
+        _ => Err(format!(
+            "the universe size must be a number of processes from 1 to {MAX_SLOTS}, got '{v}'"
+        )),
+    }
+}
+
+/// The default universe: the ranks plus as many again, at least 4 and at most 16 more.
+pub fn default_universe(n: usize) -> usize {
+    (n + n.clamp(4, 16)).min(MAX_SLOTS)
+}
+
 fn parse_timeout(v: &str) -> Result<f64, String> {
     match v.trim().parse::<f64>() {
         Ok(t) if t.is_finite() && t > 0.0 && t < 1e9 => Ok(t),
@@ -107,6 +135,7 @@ fn parse_timeout(v: &str) -> Result<f64, String> {
 /// SHMPI_TIMEOUT, used when no --timeout is given.
 pub fn parse_args(args: &[OsString], env_timeout: Option<&str>) -> Result<Parsed, String> {
     let mut n: Option<usize> = None;
+    let mut universe: Option<usize> = None;
     let mut label = false;
     let mut timeout: Option<f64> = None;
     let mut env = Vec::new();
@@ -158,6 +187,9 @@ pub fn parse_args(args: &[OsString], env_timeout: Option<&str>) -> Result<Parsed
                 label = true
             }
             "--timeout" | "-timeout" => timeout = Some(parse_timeout(&take(&mut i)?)?),
+            "-usize" | "--usize" | "--universe-size" | "-universe-size" | "-universe_size" => {
+                universe = Some(parse_universe(&take(&mut i)?)?)
+            }
             "-genv" | "-env" | "--genv" | "--env" if inline.is_none() => {
                 let k = value(i + 1, &name)?;
                 let v = value(i + 2, &name)
@@ -205,6 +237,23 @@ pub fn parse_args(args: &[OsString], env_timeout: Option<&str>) -> Result<Parsed
         .to_str()
         .ok_or("the program name is not valid UTF-8")?
         .to_string();
+    if universe.is_none() {
+        if let Some(u) = std::env::var("SHMPI_UNIVERSE_SIZE")
+            .ok()
+            .filter(|u| !u.trim().is_empty())
+        {
+            universe = Some(parse_universe(&u).map_err(|e| format!("SHMPI_UNIVERSE_SIZE: {e}"))?);
+        }
+    }
+    let universe = match universe {
+        Some(u) if u < n => {
+            return Err(format!(
+                "the universe size ({u}) must be at least the number of processes ({n})"
+            ))
+        }
+        Some(u) => u,
+        None => default_universe(n),
+    };
     if timeout.is_none() {
         if let Some(t) = env_timeout.filter(|t| !t.trim().is_empty()) {
             timeout = Some(parse_timeout(t).map_err(|e| format!("SHMPI_TIMEOUT: {e}"))?);
@@ -212,6 +261,7 @@ pub fn parse_args(args: &[OsString], env_timeout: Option<&str>) -> Result<Parsed
     }
     Ok(Parsed::Run(Options {
         n,
+        universe,
         label,
         timeout,
         env,
@@ -447,13 +497,35 @@ struct OutStream {
 }
 
 /// Copies every rank's output to mpiexec's stdout/stderr, one prefixed line at a time.
-fn pump_output(mut streams: Vec<OutStream>) {
+/// New streams arrive on `incoming` (spawned processes); the copying ends when every
+/// stream is closed and no more can come.
+fn pump_output(incoming: mpsc::Receiver<OutStream>) {
     const MAX_LINE: usize = 1 << 16;
     let mut buf = vec![0u8; 1 << 16];
+    let mut streams: Vec<OutStream> = Vec::new();
+    let mut more = true;
     loop {
-        let live: Vec<usize> = (0..streams.len()).filter(|&i| streams[i].open).collect();
+        loop {
+            match incoming.try_recv() {
+                Ok(s) => streams.push(s),
+                Err(mpsc::TryRecvError::Empty) => break,
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    more = false;
+                    break;
+                }
+            }
+        }
+        streams.retain(|s| s.open);
+        let live: Vec<usize> = (0..streams.len()).collect();
         if live.is_empty() {
-            break;
+            if !more {
+                break;
+            }
+            match incoming.recv() {
+                Ok(s) => streams.push(s),
+                Err(_) => break,
+            }
+            continue;
         }
         let mut fds: Vec<libc::pollfd> = live
             .iter()
@@ -464,7 +536,8 @@ fn pump_output(mut streams: Vec<OutStream>) {
             })
             .collect();
         // SAFETY: poll on a valid array of pollfd of the given length.
-        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        let wait_ms = if more { 50 } else { -1 };
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait_ms) };
         if r < 0 {
             if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
                 continue;
@@ -519,20 +592,24 @@ fn pump_output(mut streams: Vec<OutStream>) {
 
 #[derive(Clone, Copy, PartialEq)]
 enum Status {
+    Unused,
     Running,
     Done,
 }
 
+/// The processes of the job, indexed by arena slot.
 struct Job {
     pids: Vec<i32>,
     status: Vec<Status>,
+    /// How messages name the process in each slot ("rank 3", "spawned rank 0 (slot 5)").
+    names: Vec<String>,
     by_pid: HashMap<i32, usize>,
     live: usize,
     sigset: libc::sigset_t,
 }
 
 impl Job {
-    /// Reaps every child that has ended, returning (rank, pid, wait status).
+    /// Reaps every child that has ended, returning (slot, pid, wait status).
     fn reap_ready(&mut self, block: bool) -> Vec<(usize, i32, i32)> {
         let mut v = Vec::new();
         while self.live > 0 {
@@ -588,15 +665,26 @@ impl Job {
             }
         }
     }
+
+    /// Forgets a process started by a spawn that failed part-way: it is killed and its
+    /// end is not a failure of the job.
+    fn cancel(&mut self, slot: usize) {
+        if self.status[slot] == Status::Running {
+            send_signal(self.pids[slot], libc::SIGKILL);
+            self.by_pid.remove(&self.pids[slot]);
+            self.status[slot] = Status::Done;
+            self.live -= 1;
+        }
+    }
 }
 
-/// Formats how a rank ended, or None if it ended well.
-fn judge(arena: &Arena, r: usize, pid: i32, st: i32) -> Option<(String, i32)> {
+/// Formats how a process ended, or None if it ended well.
+fn judge(arena: &Arena, r: usize, name: &str, pid: i32, st: i32) -> Option<(String, i32)> {
     if libc::WIFSIGNALED(st) {
         let sig = libc::WTERMSIG(st);
         return Some((
             format!(
-                "rank {r} (pid {pid}) killed by signal {sig} ({})",
+                "{name} (pid {pid}) killed by signal {sig} ({})",
                 signal_name(sig)
             ),
             128 + sig,
@@ -609,7 +697,7 @@ fn judge(arena: &Arena, r: usize, pid: i32, st: i32) -> Option<(String, i32)> {
     };
     if code != 0 {
         return Some((
-            format!("rank {r} (pid {pid}) exited with status {code}"),
+            format!("{name} (pid {pid}) exited with status {code}"),
             code,
         ));
     }
@@ -619,7 +707,7 @@ fn judge(arena: &Arena, r: usize, pid: i32, st: i32) -> Option<(String, i32)> {
         == STATE_STARTED
     {
         return Some((
-            format!("rank {r} (pid {pid}) exited without calling MPI_Finalize"),
+            format!("{name} (pid {pid}) exited without calling MPI_Finalize"),
             1,
         ));
     }
@@ -633,10 +721,221 @@ fn abort_exit_code(code: i32) -> i32 {
     }
 }
 
+/// What every process of the job is started with.
+struct Starter<'a> {
+    opts: &'a Options,
+    arena_fd: i32,
+    me: i32,
+    ld_path: OsString,
+    /// New output streams for the labelling thread.
+    streams: Option<mpsc::Sender<OutStream>>,
+    /// The next never-used slot.
+    next: usize,
+    /// Slots below `next` whose process finished cleanly: a spawn may reuse them.
+    reusable: Vec<bool>,
+    /// How many processes each slot has held before its current one.
+    generation: Vec<u64>,
+}
+
+/// One process to start.
+struct Proc<'a> {
+    slot: usize,
+    exe: &'a Path,
+    argv0: &'a str,
+    args: &'a [OsString],
+    env: Vec<(&'static str, String)>,
+    dir: Option<&'a str>,
+    stdin: bool,
+    name: String,
+}
+
+impl Starter<'_> {
+    fn start(&self, job: &mut Job, p: Proc) -> io::Result<()> {
+        let mut cmd = Command::new(p.exe);
+        cmd.arg0(p.argv0).args(p.args);
+        for (k, v) in &self.opts.env {
+            cmd.env(k, v);
+        }
+        for (k, v) in &p.env {
+            cmd.env(k, v);
+        }
+        cmd.env("SHMPI_RANK", p.slot.to_string())
+            .env("SHMPI_SLOTS", self.opts.universe.to_string())
+            .env("SHMPI_NP", self.opts.n.to_string())
+            .env("SHMPI_ARENA_FD", self.arena_fd.to_string())
+            .env("SHMPI_JOBID", self.me.to_string())
+            .env("SHMPI_GENERATION", self.generation[p.slot].to_string())
+            .env("LD_LIBRARY_PATH", &self.ld_path);
+        if let Some(d) = p.dir {
+            cmd.current_dir(d);
+        }
+        cmd.stdin(if p.stdin {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        });
+        if self.streams.is_some() {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        child_setup(&mut cmd, self.me);
+        let mut child = cmd.spawn()?;
+        let pid = child.id() as i32;
+        if let Some(tx) = &self.streams {
+            let prefix = format!("[{}]: ", p.slot).into_bytes();
+            if let Some(o) = child.stdout.take() {
+                let _ = tx.send(OutStream {
+                    file: File::from(OwnedFd::from(o)),
+                    prefix: prefix.clone(),
+                    to_err: false,
+                    partial: Vec::new(),
+                    open: true,
+                });
+            }
+            if let Some(e) = child.stderr.take() {
+                let _ = tx.send(OutStream {
+                    file: File::from(OwnedFd::from(e)),
+                    prefix,
+                    to_err: true,
+                    partial: Vec::new(),
+                    open: true,
+                });
+            }
+        }
+        // The child is reaped by pid, not through `child`.
+        drop(child);
+        job.pids[p.slot] = pid;
+        job.status[p.slot] = Status::Running;
+        job.names[p.slot] = p.name;
+        job.by_pid.insert(pid, p.slot);
+        job.live += 1;
+        Ok(())
+    }
+
+    /// Serves an MPI_Comm_spawn request: starts the children in the next free slots.
+    /// Returns their first slot.
+    /// `Err((message, true))` means no room yet while spawned processes still run:
+    /// worth another try in a moment.
+    fn spawn(
+        &mut self,
+        job: &mut Job,
+        arena: &Arena,
+        req: &Request,
+    ) -> Result<usize, (String, bool)> {
+        let total = req.total();
+        let slots = self.opts.universe;
+        if total == 0 {
+            return Err(("no processes to start".into(), false));
+        }
+        // The children's MPI_COMM_WORLD takes consecutive slots: the lowest run of
+        // slots that are unused or free again (finished, with nothing left in flight).
+        let usable = |s: usize| s >= self.next || (self.reusable[s] && p2p::slot_quiet(arena, s));
+        let Some(base) = (0..=slots.saturating_sub(total)).find(|&b| (b..b + total).all(usable))
+        else {
+            let free = (0..slots).filter(|&s| usable(s)).count();
+            // Spawned processes still running may be about to finish (a program that
+            // disconnects its workers and spawns new ones): worth waiting a moment.
+            let exiting = (self.opts.n..slots).any(|s| job.status[s] == Status::Running);
+            return Err((format!(
+                "the universe has room for {free} more process(es) ({} running), {total} were asked for (MPI_UNIVERSE_SIZE is {slots}; start mpiexec with a larger --universe-size)",
+                job.live
+            ), exiting));
+        };
+        let exes = req
+            .cmds
+            .iter()
+            .map(|c| {
+                resolve_spawned(c).map_err(|e| (format!("cannot start '{}': {e}", c.prog), false))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        for s in base..base + total {
+            if s < self.next {
+                self.reusable[s] = false;
+                self.generation[s] += 1;
+                arena.reset_slot(s);
+            }
+        }
+        let wctx = arena.alloc_channel(total).ok_or((
+            "no free communicator context for the new MPI_COMM_WORLD".to_string(),
+            false,
+        ))?;
+        let parents = req
+            .parents
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut slot = base;
+        for (k, (c, exe)) in req.cmds.iter().zip(&exes).enumerate() {
+            let args: Vec<OsString> = c.args.iter().map(OsString::from).collect();
+            for i in 0..c.n {
+                let p = Proc {
+                    slot,
+                    exe,
+                    argv0: &c.prog,
+                    args: &args,
+                    env: vec![
+                        ("SHMPI_SIZE", total.to_string()),
+                        ("SHMPI_WORLD_BASE", base.to_string()),
+                        ("SHMPI_WORLD_CTX", wctx.to_string()),
+                        ("SHMPI_PARENT_CTX", req.ctx.to_string()),
+                        ("SHMPI_PARENT_GROUP", parents.clone()),
+                        ("SHMPI_APPNUM", k.to_string()),
+                    ],
+                    dir: c.wdir.as_deref(),
+                    stdin: false,
+                    name: format!("spawned rank {} (slot {slot}, {})", slot - base, c.prog),
+                };
+                if let Err(e) = self.start(job, p) {
+                    for s in base..slot {
+                        job.cancel(s);
+                    }
+                    self.next = self.next.max(slot + 1);
+                    for _ in 0..total {
+                        arena.release_channel(wctx);
+                    }
+                    return Err((
+                        format!("cannot start process {i} of '{}': {e}", c.prog),
+                        false,
+                    ));
+                }
+                slot += 1;
+            }
+        }
+        self.next = self.next.max(slot);
+        Ok(base)
+    }
+}
+
+/// Finds a spawned command's program: relative to its `wdir` if it names a path, else
+/// in its `path` info directories, then as mpiexec's own program is found.
+fn resolve_spawned(c: &Cmd) -> Result<PathBuf, String> {
+    if c.prog.contains('/') {
+        let p = match &c.wdir {
+            Some(d) if !c.prog.starts_with('/') => Path::new(d).join(&c.prog),
+            _ => PathBuf::from(&c.prog),
+        };
+        return resolve_program(&p.to_string_lossy());
+    }
+    if let Some(path) = &c.path {
+        for dir in path.split(':').filter(|d| !d.is_empty()) {
+            let cand = Path::new(dir).join(&c.prog);
+            if cand.is_file() {
+                return resolve_program(&cand.to_string_lossy());
+            }
+        }
+    }
+    resolve_program(&c.prog)
+}
+
 /// Runs the job described by `opts` (program already resolved to `exe`).
 pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
     let n = opts.n;
-    let sigset = supervised_signals();
+    let slots = opts.universe.max(n);
+    let mut sigset = supervised_signals();
+    // SAFETY: adds a valid signal number to a sigset_t we own.
+    unsafe {
+        libc::sigaddset(&mut sigset, spawn::request_signal());
+    }
     block_signals(&sigset);
 
     // The arena's layout depends on SHMPI_* tuning variables, read by mpiexec (which
@@ -648,10 +947,10 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
         }
     }
 
-    let arena_fd: OwnedFd = shm::create_job_arena(n)
+    let arena_fd: OwnedFd = shm::create_job_arena(slots, n)
         .and_then(above_stdio)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot create the job arena: {e}")))?;
-    let arena = Arena::map(arena_fd.as_raw_fd(), n)
+    let arena = Arena::map(arena_fd.as_raw_fd(), slots, n)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot map the job arena: {e}")))?;
 
     let me = std::process::id() as i32;
@@ -676,94 +975,65 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
         ld_path.push(old);
     }
     if opts.label {
-        raise_fd_limit(2 * n as u64 + 64);
+        raise_fd_limit(2 * slots as u64 + 64);
     }
 
     let mut job = Job {
-        pids: Vec::with_capacity(n),
-        status: Vec::with_capacity(n),
+        pids: vec![0; slots],
+        status: vec![Status::Unused; slots],
+        names: vec![String::new(); slots],
         by_pid: HashMap::new(),
         live: 0,
         sigset,
     };
-    let mut streams = Vec::new();
-    for r in 0..n {
-        let mut cmd = Command::new(exe);
-        cmd.arg0(&opts.program).args(&opts.args);
-        for (k, v) in &opts.env {
-            cmd.env(k, v);
-        }
-        cmd.env("SHMPI_RANK", r.to_string())
-            .env("SHMPI_SIZE", n.to_string())
-            .env("SHMPI_ARENA_FD", arena_fd.as_raw_fd().to_string())
-            .env("SHMPI_JOBID", me.to_string())
-            .env("LD_LIBRARY_PATH", &ld_path);
-        cmd.stdin(if r == 0 {
-            Stdio::inherit()
-        } else {
-            Stdio::null()
-        });
-        if opts.label {
-            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        }
-        child_setup(&mut cmd, me);
-        match cmd.spawn() {
-            Ok(mut child) => {
-                let pid = child.id() as i32;
-                if opts.label {
-                    let prefix = format!("[{r}]: ").into_bytes();
-                    if let Some(o) = child.stdout.take() {
-                        streams.push(OutStream {
-                            file: File::from(OwnedFd::from(o)),
-                            prefix: prefix.clone(),
-                            to_err: false,
-                            partial: Vec::new(),
-                            open: true,
-                        });
-                    }
-                    if let Some(e) = child.stderr.take() {
-                        streams.push(OutStream {
-                            file: File::from(OwnedFd::from(e)),
-                            prefix,
-                            to_err: true,
-                            partial: Vec::new(),
-                            open: true,
-                        });
-                    }
-                }
-                // The child is reaped by pid below, not through `child`.
-                drop(child);
-                job.pids.push(pid);
-                job.status.push(Status::Running);
-                job.by_pid.insert(pid, r);
-                job.live += 1;
-            }
-            Err(e) => {
-                eprintln!("mpiexec: cannot start rank {r} ({}): {e}", opts.program);
-                job.stop_all();
-                return Ok(1);
-            }
-        }
-    }
-
-    // Labelled output: one thread copies every rank's pipes; it ends at their EOF.
+    // Labelled output: one thread copies every process's pipes; it ends at their EOF
+    // once no more processes can start.
     let (done_tx, done_rx) = mpsc::channel::<()>();
+    let (stream_tx, stream_rx) = mpsc::channel::<OutStream>();
     let pump = if opts.label {
         let t = std::thread::Builder::new()
             .name("mpiexec-output".into())
             .spawn(move || {
-                pump_output(streams);
+                pump_output(stream_rx);
                 let _ = done_tx.send(());
             })?;
         Some(t)
     } else {
         None
     };
+    let mut starter = Starter {
+        opts,
+        arena_fd: arena_fd.as_raw_fd(),
+        me,
+        ld_path,
+        streams: opts.label.then_some(stream_tx),
+        next: n,
+        reusable: vec![false; slots],
+        generation: vec![0; slots],
+    };
+    for r in 0..n {
+        let p = Proc {
+            slot: r,
+            exe,
+            argv0: &opts.program,
+            args: &opts.args,
+            env: vec![("SHMPI_SIZE", n.to_string())],
+            dir: None,
+            stdin: r == 0,
+            name: format!("rank {r}"),
+        };
+        if let Err(e) = starter.start(&mut job, p) {
+            eprintln!("mpiexec: cannot start rank {r} ({}): {e}", opts.program);
+            job.stop_all();
+            return Ok(1);
+        }
+    }
 
     let start = Instant::now();
     let deadline = opts.timeout.map(|t| start + Duration::from_secs_f64(t));
     let mut failure: Option<i32> = None;
     let mut forwarded = 0u32;
+    let mut spawn_since: Option<Instant> = None;
 
     while job.live > 0 {
         let mut wait = TICK;
@@ -771,10 +1041,30 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
             wait = wait.min(d.saturating_duration_since(Instant::now()));
         }
         if let Some(sig) = wait_signal(&job.sigset, wait) {
-            if sig != libc::SIGCHLD {
+            if sig != libc::SIGCHLD && sig != spawn::request_signal() {
                 forwarded += 1;
                 // A third signal means "stop now".
                 job.signal_all(if forwarded >= 3 { libc::SIGKILL } else { sig });
+            }
+        }
+        if failure.is_none() {
+            if let Some(req) = spawn::pending_request(&arena) {
+                let since = *spawn_since.get_or_insert_with(Instant::now);
+                match req
+                    .map_err(|e| (e, false))
+                    .and_then(|r| starter.spawn(&mut job, &arena, &r))
+                {
+                    Ok(base) => {
+                        spawn::answer(&arena, Ok(base));
+                        spawn_since = None;
+                    }
+                    // Finished processes still exiting will free their slots: wait a little.
+                    Err((_, true)) if since.elapsed() < SPAWN_PATIENCE => {}
+                    Err((msg, _)) => {
+                        spawn::answer(&arena, Err(msg));
+                        spawn_since = None;
+                    }
+                }
             }
         }
         for (r, pid, st) in job.reap_ready(false) {
@@ -782,21 +1072,23 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
                 continue;
             }
             if let Some((ar, code)) = arena.abort_record() {
-                report_abort(&arena, ar, code);
+                report_abort(&arena, &job, ar, code);
                 failure = Some(abort_exit_code(code));
-            } else if let Some((msg, code)) = judge(&arena, r, pid, st) {
+            } else if let Some((msg, code)) = judge(&arena, r, &job.names[r], pid, st) {
                 eprintln!("mpiexec: {msg}");
                 failure = Some(code);
+            } else {
+                starter.reusable[r] = true;
             }
         }
         if failure.is_none() && job.live > 0 {
             if let Some((ar, code)) = arena.abort_record() {
-                report_abort(&arena, ar, code);
+                report_abort(&arena, &job, ar, code);
                 failure = Some(abort_exit_code(code));
                 // Let the aborting rank finish flushing its output and exit by itself.
                 let ar = ar as usize;
                 let grace = Instant::now() + KILL_GRACE;
-                while ar < n && job.status[ar] == Status::Running && Instant::now() < grace {
+                while ar < slots && job.status[ar] == Status::Running && Instant::now() < grace {
                     wait_signal(&job.sigset, Duration::from_millis(5));
                     job.reap_ready(false);
                 }
@@ -807,13 +1099,14 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
                 "mpiexec: job timed out after {} s; ranks still running:\n",
                 opts.timeout.unwrap_or(0.0)
             );
-            for r in 0..n {
+            for r in 0..slots {
                 if job.status[r] == Status::Running {
                     let call = arena.call_of(r);
+                    let name = &job.names[r];
                     if call.is_empty() {
-                        msg.push_str(&format!("  rank {r} (pid {})\n", job.pids[r]));
+                        msg.push_str(&format!("  {name} (pid {})\n", job.pids[r]));
                     } else {
-                        msg.push_str(&format!("  rank {r} (pid {}): {call}\n", job.pids[r]));
+                        msg.push_str(&format!("  {name} (pid {}): {call}\n", job.pids[r]));
                     }
                 }
             }
@@ -827,7 +1120,7 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
     // A rank may have recorded an abort and still exited 0 (or been the last one out).
     if failure.is_none() {
         if let Some((ar, code)) = arena.abort_record() {
-            report_abort(&arena, ar, code);
+            report_abort(&arena, &job, ar, code);
             failure = Some(abort_exit_code(code));
         }
     }
@@ -835,6 +1128,7 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
     // Every rank is gone: the arena can go too.
     drop(arena);
     drop(arena_fd);
+    drop(starter);
     if let Some(t) = pump {
         // Descendants of a rank may still hold its pipes; don't wait for them long.
         if done_rx.recv_timeout(Duration::from_secs(1)).is_ok() {
@@ -846,13 +1140,19 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
 }
 
 /// Says how the job was stopped from inside: MPI_Abort or a fatal MPI error.
-fn report_abort(arena: &Arena, rank: i32, code: i32) {
+fn report_abort(arena: &Arena, job: &Job, rank: i32, code: i32) {
+    let name = usize::try_from(rank)
+        .ok()
+        .and_then(|r| job.names.get(r))
+        .filter(|s| !s.is_empty())
+        .cloned()
+        .unwrap_or_else(|| format!("rank {rank}"));
     if arena.abort_kind() == shm::ABORT_FATAL_ERROR {
         eprintln!(
-            "mpiexec: rank {rank} stopped the job after a fatal MPI error (see its message above)"
+            "mpiexec: {name} stopped the job after a fatal MPI error (see its message above)"
         );
     } else {
-        eprintln!("mpiexec: rank {rank} called MPI_Abort with error code {code}");
+        eprintln!("mpiexec: {name} called MPI_Abort with error code {code}");
     }
 }
 

@@ -182,18 +182,34 @@ struct Engine {
     bsend_buf: usize,
     /// Requests the user let go of (freed when complete).
     detached: Vec<usize>,
+    /// Slots below this may send to us: the rings polled for arrivals (the ranks
+    /// started with us and any spawned processes we are connected to).
+    scan: usize,
 }
 
 static ENGINE: Mutex<Option<Engine>> = Mutex::new(None);
 
-pub fn init(n: usize) {
+/// Sets the engine up for an arena of `n` slots, polling slots below `scan`.
+/// `generation` counts the earlier processes that occupied this slot (spawned processes
+/// reuse the slots of finished ones): rendezvous message ids start above theirs, so a
+/// clear-to-send they left in a pipe can never match a new message.
+pub fn init(n: usize, scan: usize, generation: u64) {
     let e = Engine {
         queued: (0..n).map(|_| VecDeque::new()).collect(),
         rdv_recvs: (0..n).map(|_| VecDeque::new()).collect(),
-        next_msg_id: vec![1; n],
+        next_msg_id: vec![(generation << 40) | 1; n],
+        scan: scan.min(n),
         ..Default::default()
     };
     *ENGINE.lock().unwrap() = Some(e);
+}
+
+/// Widens the polled slots to those below `scan` (a communicator now reaches them).
+pub fn connect_up_to(scan: usize) {
+    let mut g = ENGINE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(e) = g.as_mut() {
+        e.scan = e.scan.max(scan.min(e.queued.len()));
+    }
 }
 
 fn with_engine<T>(f: impl FnOnce(&mut Engine, &Job) -> T) -> MpiResult<T> {
@@ -310,6 +326,20 @@ struct Pipe {
     consumed: usize,
     data: usize,
     cap: usize,
+}
+
+/// Whether nothing is in flight to or from slot `s`: every ring empty, every pipe
+/// drained (for mpiexec, before a finished process's slot is given to a new one).
+pub fn slot_quiet(a: &Arena, s: usize) -> bool {
+    (0..a.lay.n).all(|x| {
+        [(x, s), (s, x)].iter().all(|&(src, dst)| {
+            let r = ring(a, src, dst);
+            let p = pipe(a, src, dst);
+            a.u64_at(r.head).load(Ordering::Acquire) == a.u64_at(r.tail).load(Ordering::Acquire)
+                && a.u64_at(p.produced).load(Ordering::Acquire)
+                    == a.u64_at(p.consumed).load(Ordering::Acquire)
+        })
+    })
 }
 
 fn pipe(a: &Arena, src: usize, dst: usize) -> Pipe {
@@ -605,8 +635,8 @@ impl Engine {
     fn progress(&mut self, job: &Job) {
         let a = &job.arena;
         self.push_sends(a, job.rank);
-        self.drain(a, job.rank, job.size);
-        for src in 0..job.size {
+        self.drain(a, job.rank, self.scan);
+        for src in 0..self.scan {
             if !self.rdv_recvs[src].is_empty() {
                 self.advance_rdv_recv(a, src);
             }
@@ -880,7 +910,7 @@ pub fn exists(id: ReqId) -> bool {
 /// Waits for request `id`, frees it and returns its status.
 pub fn wait(id: ReqId) -> MpiResult<Status> {
     let job = crate::runtime::job()?;
-    let mut b = Backoff::new(&job.arena, job.rank, job.policy);
+    let mut b = Backoff::new(&job.arena, job.rank, job.policy());
     loop {
         if let Some(st) = test(id)? {
             return Ok(st);
@@ -892,7 +922,7 @@ pub fn wait(id: ReqId) -> MpiResult<Status> {
 /// Blocks until `cond` holds, running the progress engine meanwhile.
 pub fn wait_until(mut cond: impl FnMut() -> bool) -> MpiResult<()> {
     let job = crate::runtime::job()?;
-    let mut b = Backoff::new(&job.arena, job.rank, job.policy);
+    let mut b = Backoff::new(&job.arena, job.rank, job.policy());
     loop {
         progress();
         if cond() {

@@ -22,12 +22,14 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 pub const CACHE_LINE: usize = 64;
-const MAGIC: u64 = 0x7368_6d70_6931_0001; // "shmpi1" + version
+const MAGIC: u64 = 0x7368_6d70_6931_0002; // "shmpi1" + version
 
-/// Sizes of the arena's regions for a job of `n` ranks.
+/// Sizes of the arena's regions for a job of `n` process slots (the universe: the
+/// ranks mpiexec starts plus room for MPI_Comm_spawn), tuned for `np` started ranks.
 #[derive(Clone, Copy, Debug)]
 pub struct Layout {
     pub n: usize,
+    pub np: usize,
     pub ring_bytes: usize,
     pub pipe_seg: usize,
     pub nchan: usize,
@@ -41,6 +43,10 @@ pub struct Layout {
 }
 
 pub const RANK_BLOCK: usize = 256;
+/// The spawn mailbox (MPI_Comm_spawn's request to mpiexec, comm/spawn.rs), after the
+/// header page.
+pub const SPAWN_OFF: usize = 4096;
+pub const SPAWN_BYTES: usize = 64 << 10;
 pub const RING_HDR: usize = 2 * CACHE_LINE;
 pub const PIPE_HDR: usize = 4 * CACHE_LINE;
 /// Channel header: control line, then per member: the counter line (the step counter and
@@ -58,25 +64,28 @@ fn round_up(x: usize, a: usize) -> usize {
 }
 
 impl Layout {
-    pub fn new(n: usize) -> Layout {
+    /// The layout of an arena of `n` slots tuned for `np` ranks (`np <= n`): ring,
+    /// pipe and segment sizes follow `np`, the per-pair and per-member regions `n`.
+    pub fn new(n: usize, np: usize) -> Layout {
+        let np = np.clamp(1, n.max(1));
         let env_usize = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
-        let ring_bytes = if n <= 32 { 64 << 10 } else { 16 << 10 };
+        let ring_bytes = if np <= 32 { 64 << 10 } else { 16 << 10 };
         // A slot holds at least 64 bytes per member (alltoall splits it among them).
         let min_slot = round_up(64 * n, 64);
         let pipe_seg = env_usize("SHMPI_PIPE_SEGMENT")
             .map(|v| round_up(v.max(64), 64))
-            .unwrap_or(if n <= 32 { 64 << 10 } else { 16 << 10 });
+            .unwrap_or(if np <= 32 { 64 << 10 } else { 16 << 10 });
         let slot_bytes = env_usize("SHMPI_SEGMENT")
             .map(|v| round_up(v.max(min_slot), 64))
-            .unwrap_or(if n <= 8 {
+            .unwrap_or(if np <= 8 {
                 256 << 10
-            } else if n <= 32 {
+            } else if np <= 32 {
                 64 << 10
             } else {
                 16 << 10
             })
             .max(min_slot);
-        let ranks_off = 4096;
+        let ranks_off = SPAWN_OFF + SPAWN_BYTES;
         let rings_off = round_up(ranks_off + n * RANK_BLOCK, 4096);
         let pipes_off = round_up(rings_off + n * n * (RING_HDR + ring_bytes), 4096);
         let chans_off = round_up(pipes_off + n * n * (PIPE_HDR + 2 * pipe_seg), 4096);
@@ -87,6 +96,7 @@ impl Layout {
         let total = chans_off + NCHAN * chan_bytes;
         Layout {
             n,
+            np,
             ring_bytes,
             pipe_seg,
             nchan: NCHAN,
@@ -137,6 +147,7 @@ impl Layout {
 // Header field offsets.
 const H_MAGIC: usize = 0;
 const H_NRANKS: usize = 8;
+const H_NP: usize = 16;
 pub const H_ABORT_FLAG: usize = 64;
 pub const H_ABORT_CODE: usize = 68;
 pub const H_ABORT_RANK: usize = 72;
@@ -166,8 +177,8 @@ pub const STATE_FINALIZED: u32 = 2;
 
 /// Creates a job arena for `n` ranks and returns its descriptor (without CLOEXEC, so
 /// that exec'd ranks inherit it).
-pub fn create_job_arena(n: usize) -> io::Result<OwnedFd> {
-    let lay = Layout::new(n);
+pub fn create_job_arena(n: usize, np: usize) -> io::Result<OwnedFd> {
+    let lay = Layout::new(n, np);
     // SAFETY: memfd_create with a valid NUL-terminated name; the result is checked.
     let fd = unsafe { libc::memfd_create(c"shmpi-arena".as_ptr(), 0) };
     if fd < 0 {
@@ -179,11 +190,13 @@ pub fn create_job_arena(n: usize) -> io::Result<OwnedFd> {
     if unsafe { libc::ftruncate(fd, lay.total as libc::off_t) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    let a = Arena::map(owned.as_raw_fd(), n)?;
+    let a = Arena::map(owned.as_raw_fd(), n, np)?;
     a.u64_at(H_NRANKS).store(n as u64, Ordering::Relaxed);
-    // Channel 0 is MPI_COMM_WORLD's, channel 1 + r is rank r's MPI_COMM_SELF.
+    a.u64_at(H_NP).store(lay.np as u64, Ordering::Relaxed);
+    // Channel 0 is the first MPI_COMM_WORLD's, channel 1 + r is slot r's MPI_COMM_SELF.
     a.reserve_channel(0);
-    a.u64_at(a.lay.chan(0)).store(n as u64, Ordering::Relaxed);
+    a.u64_at(a.lay.chan(0))
+        .store(lay.np as u64, Ordering::Relaxed);
     for r in 0..n {
         a.reserve_channel(1 + r);
         a.u64_at(a.lay.chan(1 + r)).store(1, Ordering::Relaxed);
@@ -207,9 +220,9 @@ unsafe impl Send for Arena {}
 unsafe impl Sync for Arena {}
 
 impl Arena {
-    /// Maps the arena behind `fd`, created for `n` ranks.
-    pub fn map(fd: i32, n: usize) -> io::Result<Arena> {
-        let lay = Layout::new(n);
+    /// Maps the arena behind `fd`, created for `n` slots tuned for `np` ranks.
+    pub fn map(fd: i32, n: usize, np: usize) -> io::Result<Arena> {
+        let lay = Layout::new(n, np);
         // SAFETY: mapping a shared file of at least lay.total bytes; result checked.
         let p = unsafe {
             libc::mmap(
@@ -231,10 +244,11 @@ impl Arena {
         })
     }
 
-    /// Checks that the arena was initialised for `n` ranks.
-    pub fn validate(&self, n: usize) -> bool {
+    /// Checks that the arena was initialised with this mapping's layout.
+    pub fn validate(&self) -> bool {
         self.u64_at(H_MAGIC).load(Ordering::Acquire) == MAGIC
-            && self.u64_at(H_NRANKS).load(Ordering::Relaxed) == n as u64
+            && self.u64_at(H_NRANKS).load(Ordering::Relaxed) == self.lay.n as u64
+            && self.u64_at(H_NP).load(Ordering::Relaxed) == self.lay.np as u64
     }
 
     pub fn len(&self) -> usize {
@@ -345,6 +359,19 @@ impl Arena {
     }
     pub fn rank_pid(&self, r: usize) -> &AtomicU32 {
         self.u32_at(self.lay.rank_block(r) + R_PID)
+    }
+
+    /// Makes slot `r` ready for a new process (mpiexec, when a spawn reuses the slot of
+    /// a finished one): not started, no current call, its MPI_COMM_SELF channel at step 0.
+    pub fn reset_slot(&self, r: usize) {
+        self.rank_state(r).store(0, Ordering::Relaxed);
+        self.rank_pid(r).store(0, Ordering::Relaxed);
+        self.set_call(r, "");
+        self.u64_at(self.lay.chan_counter(1 + r, 0))
+            .store(0, Ordering::Relaxed);
+        self.u32_at(self.lay.rank_block(r) + R_SLEEPING)
+            .store(0, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Release);
     }
 
     /// Records what rank `r` is doing (for hang reports).

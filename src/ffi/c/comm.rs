@@ -28,11 +28,6 @@ mpi_entry!(MPI_Comm_test_inter, PMPI_Comm_test_inter, (comm: i32, flag: *mut c_i
     check::out(flag, c.is_inter() as c_int, "flag")
 });
 
-mpi_entry!(MPI_Comm_get_parent, PMPI_Comm_get_parent, (parent: *mut i32), errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
-    check::out(parent, MPI_COMM_NULL, "parent")
-});
-
 mpi_entry!(MPI_Comm_set_name, PMPI_Comm_set_name, (comm: i32, comm_name: *const c_char), errcomm = comm, {
     let c = check::comm(comm)?;
     if comm_name.is_null() {
@@ -139,15 +134,12 @@ fn free_comm(comm: *mut i32) -> crate::error::MpiResult<()> {
 
 mpi_entry!(MPI_Comm_free, PMPI_Comm_free, (comm: *mut i32), errcomm = MPI_COMM_WORLD, { free_comm(comm) });
 mpi_entry!(MPI_Comm_disconnect, PMPI_Comm_disconnect, (comm: *mut i32), errcomm = MPI_COMM_WORLD, {
-    // Pending communication must complete first: run the engine until the requests on
-    // this communicator are done is the user's duty per the standard; a barrier makes
-    // the disconnect collective as required.
+    // Collective: a barrier over the communicator (both groups of an intercommunicator),
+    // then it is freed. Completing pending communication on it is the caller's duty.
+    crate::runtime::job()?;
     let h = check::inp(comm, "comm")?;
-    let c = check::comm(h)?;
-    if !c.is_inter() {
-        crate::coll::run(&c, crate::coll::barrier(&c))?;
-    }
-    free_comm(comm)
+    crate::comm::spawn::disconnect(h)?;
+    check::out(comm, MPI_COMM_NULL, "comm")
 });
 
 mpi_entry!(MPI_Comm_compare, PMPI_Comm_compare, (comm1: i32, comm2: i32, result: *mut c_int), errcomm = comm1, {

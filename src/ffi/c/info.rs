@@ -41,6 +41,11 @@ pub fn check_arg(h: i32, arg: &str) -> MpiResult<()> {
     index(h, arg).map(|_| ())
 }
 
+/// The (key, value) pairs of a valid info object, in order.
+pub fn entries_of(h: i32, arg: &str) -> MpiResult<Vec<(String, String)>> {
+    entries(h, arg)
+}
+
 fn entries(h: i32, arg: &str) -> MpiResult<Vec<(String, String)>> {
     Ok(match index(h, arg)? {
         None => Vec::new(),

@@ -209,12 +209,15 @@ static mut ATTRS: AttrVals = AttrVals {
 
 /// Looks up a predefined attribute; `Some(pointer to its int value)`.
 fn predefined_attr(key: c_int) -> Option<*mut c_int> {
-    let size = runtime::job().map(|j| j.size as c_int).unwrap_or(1);
+    let (size, appnum) = runtime::job()
+        .map(|j| (j.size as c_int, j.appnum as c_int))
+        .unwrap_or((1, 0));
     // SAFETY: ATTRS is written only here, under the library's serialised calls, and its
     // fields live for the whole process as the standard requires of attribute values.
     unsafe {
         let a = &raw mut ATTRS;
         (*a).universe_size = size;
+        (*a).appnum = appnum;
         Some(match key {
             MPI_TAG_UB => &raw mut (*a).tag_ub,
             MPI_HOST => &raw mut (*a).host,
