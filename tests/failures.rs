@@ -574,3 +574,76 @@ fn calls_before_init_and_after_finalize_are_errors_not_crashes() {
         assert_eq!(code, Some(0), "np {np:?}: {out}{err}");
     }
 }
+
+/// Spawned processes are supervised like the first ranks: two parents spawn two
+/// children, then everyone loops in an Allreduce across the intercommunicator; the test
+/// SIGKILLs child 1 (pid files: pid.0, pid.1 parents, pid.2, pid.3 children).
+const SPAWN_FAULT_PROG: &str = r#"
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+    int rank;
+    MPI_Comm parent, ic;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_get_parent(&parent);
+    const char *dir = argv[1];
+    int id = parent == MPI_COMM_NULL ? rank : 2 + rank;
+    if (parent == MPI_COMM_NULL) {
+        char *args[] = {(char *)dir, NULL};
+        MPI_Comm_spawn(argv[0], args, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &ic, MPI_ERRCODES_IGNORE);
+    } else {
+        ic = parent;
+    }
+    char path[4096], tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/tmp.%d", dir, id);
+    snprintf(path, sizeof path, "%s/pid.%d", dir, id);
+    FILE *f = fopen(tmp, "w");
+    const char *fd = getenv("SHMPI_ARENA_FD");
+    fprintf(f, "%d %s\n", (int)getpid(), fd ? fd : "-1");
+    fclose(f);
+    rename(tmp, path);
+    MPI_Barrier(ic);
+    if (id == 3)
+        for (;;) pause(); /* killed from outside */
+    double in = id, out = 0;
+    for (int i = 0; i < 1000000; i++) MPI_Allreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, ic);
+    fprintf(stderr, "process %d: the collective completed without the victim\n", id);
+    MPI_Finalize();
+    return 0;
+}
+"#;
+
+#[test]
+fn killed_spawned_process_stops_the_whole_job() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = build("spawn_fault", SPAWN_FAULT_PROG);
+    let d = scratch("spawn-kill");
+    let shm_before = shm_entries();
+    let ds = d.display().to_string();
+    let child = spawn(2, &exe, &[&ds], &["--timeout", "30"]);
+    let ranks = wait_ranks(&d, 4);
+    let arena = arena_id(ranks[3].0, ranks[3].1);
+    assert!(arena.is_some(), "cannot read the arena descriptor of a child");
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    // SAFETY: kill has no memory preconditions; the pid is a process of our job.
+    assert_eq!(unsafe { libc::kill(ranks[3].0, libc::SIGKILL) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let after = t.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_nothing_left(&ranks, arena, &shm_before);
+    let _ = std::fs::remove_dir_all(&d);
+    let want = format!(
+        "spawned rank 1 (slot 3, {}) (pid {}) killed by signal 9 (Killed)",
+        exe.display(),
+        ranks[3].0
+    );
+    assert_eq!(out.status.code(), Some(128 + 9), "{stderr}");
+    assert!(stderr.contains(&want), "wanted '{want}' in:\n{stderr}");
+    assert!(!stderr.contains("completed without"), "{stderr}");
+    assert!(after < 1.0, "the job took {after:.3}s to stop:\n{stderr}");
+}

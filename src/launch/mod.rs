@@ -1187,6 +1187,25 @@ mod tests {
     }
 
     #[test]
+    fn universe_size() {
+        // Tests may run with SHMPI_UNIVERSE_SIZE set: only the flag forms are checked.
+        let u = |v: &[&str]| match p(v) {
+            Ok(Parsed::Run(o)) => Ok(o.universe),
+            Ok(_) => panic!(),
+            Err(e) => Err(e),
+        };
+        assert_eq!(u(&["-n", "2", "-usize", "9", "a"]), Ok(9));
+        assert_eq!(u(&["-n", "2", "--universe-size=2", "a"]), Ok(2));
+        assert!(u(&["-n", "4", "-usize", "3", "a"]).is_err());
+        assert!(u(&["-n", "4", "-usize", "0", "a"]).is_err());
+        assert!(u(&["-n", "4", "-usize", "x", "a"]).is_err());
+        assert_eq!(default_universe(1), 5);
+        assert_eq!(default_universe(4), 8);
+        assert_eq!(default_universe(8), 16);
+        assert_eq!(default_universe(64), 80);
+    }
+
+    #[test]
     fn rejects_bad_input() {
         assert!(p(&["prog"]).unwrap_err().contains("missing -n"));
         assert!(p(&["-n", "0", "prog"]).is_err());
