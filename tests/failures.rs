@@ -627,7 +627,10 @@ fn killed_spawned_process_stops_the_whole_job() {
     let child = spawn(2, &exe, &[&ds], &["--timeout", "30"]);
     let ranks = wait_ranks(&d, 4);
     let arena = arena_id(ranks[3].0, ranks[3].1);
-    assert!(arena.is_some(), "cannot read the arena descriptor of a child");
+    assert!(
+        arena.is_some(),
+        "cannot read the arena descriptor of a child"
+    );
     std::thread::sleep(Duration::from_millis(300));
     let t = Instant::now();
     // SAFETY: kill has no memory preconditions; the pid is a process of our job.

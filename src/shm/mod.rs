@@ -171,6 +171,13 @@ pub const R_CALL: usize = 64;
 pub const R_CALL_LEN: usize = 64;
 pub const R_CALL_COMM: usize = 128;
 pub const R_CALL_STEP: usize = 136;
+/// Whether the rank is inside an MPI call (the name stays written between calls, so a
+/// loop calling one function writes it once).
+pub const R_CALL_ACTIVE: usize = 144;
+
+/// The name this process last wrote into its rank block (its address: names are
+/// static strings).
+static LAST_CALL_NAME: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 pub const STATE_STARTED: u32 = 1;
 pub const STATE_FINALIZED: u32 = 2;
@@ -367,6 +374,8 @@ impl Arena {
         self.rank_state(r).store(0, Ordering::Relaxed);
         self.rank_pid(r).store(0, Ordering::Relaxed);
         self.set_call(r, "");
+        self.u32_at(self.lay.rank_block(r) + R_CALL_ACTIVE)
+            .store(0, Ordering::Relaxed);
         self.u64_at(self.lay.chan_counter(1 + r, 0))
             .store(0, Ordering::Relaxed);
         self.u32_at(self.lay.rank_block(r) + R_SLEEPING)
@@ -383,8 +392,13 @@ impl Arena {
         self.write(off + n, &[0]);
     }
     /// Records the call rank `r` enters (name, communicator) for hang reports.
-    pub fn enter_call(&self, r: usize, what: &str, comm: i32) {
-        self.set_call(r, what);
+    pub fn enter_call(&self, r: usize, what: &'static str, comm: i32) {
+        let id = what.as_ptr() as usize ^ what.len();
+        if LAST_CALL_NAME.swap(id, Ordering::Relaxed) != id {
+            self.set_call(r, what);
+        }
+        self.u32_at(self.lay.rank_block(r) + R_CALL_ACTIVE)
+            .store(1, Ordering::Relaxed);
         self.i32_at(self.lay.rank_block(r) + R_CALL_COMM)
             .store(comm, Ordering::Relaxed);
         self.u64_at(self.lay.rank_block(r) + R_CALL_STEP)
@@ -392,7 +406,8 @@ impl Arena {
     }
     /// Records that rank `r` left its MPI call.
     pub fn leave_call(&self, r: usize) {
-        self.write(self.lay.rank_block(r) + R_CALL, &[0]);
+        self.u32_at(self.lay.rank_block(r) + R_CALL_ACTIVE)
+            .store(0, Ordering::Relaxed);
     }
     /// Records the collective step rank `r` is waiting in.
     pub fn note_step(&self, r: usize, step: u64) {
@@ -405,7 +420,10 @@ impl Arena {
         let s = self.slice(self.lay.rank_block(r) + R_CALL, R_CALL_LEN);
         let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
         let name = String::from_utf8_lossy(&s[..end]).into_owned();
-        if name.is_empty() {
+        let active = self
+            .u32_at(self.lay.rank_block(r) + R_CALL_ACTIVE)
+            .load(Ordering::Relaxed);
+        if name.is_empty() || active == 0 {
             return name;
         }
         let comm = self
