@@ -9,6 +9,11 @@
 //! once matched. Frames of one pair are consumed in order, which gives MPI's
 //! non-overtaking rule.
 //!
+//! A matched probe (MPI_Mprobe) takes an unexpected message off the matching queue into
+//! a request-table entry of its own; a rendezvous message gets its clear-to-send only when
+//! MPI_Mrecv receives it, so its sender waits, while other messages of the pair, which
+//! are announced one at a time in match order, keep using the pipe.
+//!
 //! Cost: eager = 2 copies (user -> ring -> user), one hand-off; rendezvous = 2 copies,
 //! one hand-off per pipe segment.
 pub mod buf;
@@ -49,7 +54,8 @@ impl Status {
             cancelled: false,
         }
     }
-    fn proc_null() -> Status {
+    /// The status of a receive from MPI_PROC_NULL.
+    pub fn proc_null() -> Status {
         Status {
             source: MPI_PROC_NULL,
             tag: MPI_ANY_TAG,
@@ -144,6 +150,11 @@ enum ReqKind {
     Done,
     /// A nonblocking collective, driven by coll::nb.
     Coll,
+    /// A message matched by MPI_Mprobe / MPI_Improbe and taken off the matching queue:
+    /// only MPI_Mrecv / MPI_Imrecv of this id can receive it. A rendezvous message stays
+    /// unannounced (no clear-to-send), so its sender keeps waiting, and the pair's pipe
+    /// stays free for the other messages this rank receives meanwhile.
+    Message(Unexpected),
 }
 
 struct Req {
@@ -384,6 +395,26 @@ impl Engine {
             ReqKind::Recv(r) => r,
             _ => unreachable!(),
         }
+    }
+
+    /// The first unexpected message a receive of (`source`, `tag`) on `comm` would match.
+    fn find_unexpected(&self, comm: &Comm, source: i32, tag: i32) -> Option<usize> {
+        let probe = RecvReq {
+            ctx: comm.ctx as u32,
+            src: if source == MPI_ANY_SOURCE {
+                MPI_ANY_SOURCE
+            } else {
+                comm.peer_world(source as usize) as i32
+            },
+            tag,
+            buf: UserBuf::empty(),
+            stage: RecvStage::Posted,
+            comm_src: 0,
+            unpack: None,
+        };
+        self.unexpected
+            .iter()
+            .position(|u| matches(&probe, u.src, u.ctx, u.tag))
     }
 
     /// Delivers an eager payload or starts a rendezvous for matched receive `id`.
@@ -902,9 +933,15 @@ pub fn peek(id: ReqId) -> Option<Status> {
     .flatten()
 }
 
-/// Whether `id` is a live request.
+/// Whether `id` is a live request (a matched message is not one until it is received).
 pub fn exists(id: ReqId) -> bool {
-    with_engine(|e, _| e.reqs.get(id).is_some_and(|r| r.is_some())).unwrap_or(false)
+    with_engine(|e, _| {
+        e.reqs.get(id).is_some_and(|r| {
+            r.as_ref()
+                .is_some_and(|r| !matches!(r.kind, ReqKind::Message(_)))
+        })
+    })
+    .unwrap_or(false)
 }
 
 /// Waits for request `id`, frees it and returns its status.
@@ -980,31 +1017,107 @@ pub fn iprobe(comm: &std::sync::Arc<Comm>, source: i32, tag: i32) -> MpiResult<O
             return Some(Status::proc_null());
         }
         e.progress(job);
-        let src = if source == MPI_ANY_SOURCE {
-            MPI_ANY_SOURCE
-        } else {
-            comm.peer_world(source as usize) as i32
-        };
-        let probe = RecvReq {
-            ctx: comm.ctx as u32,
-            src,
-            tag,
-            buf: UserBuf::empty(),
-            stage: RecvStage::Posted,
-            comm_src: 0,
-            unpack: None,
-        };
-        e.unexpected
-            .iter()
-            .find(|u| matches(&probe, u.src, u.ctx, u.tag))
-            .map(|u| Status {
-                source: comm.from_world[u.src],
-                tag: u.tag,
-                error: MPI_SUCCESS,
-                count_bytes: u.len as u64,
-                cancelled: false,
-            })
+        e.find_unexpected(comm, source, tag)
+            .map(|p| unexpected_status(comm, &e.unexpected[p]))
     })
+}
+
+fn unexpected_status(comm: &Comm, u: &Unexpected) -> Status {
+    Status {
+        source: comm.from_world[u.src],
+        tag: u.tag,
+        error: MPI_SUCCESS,
+        count_bytes: u.len as u64,
+        cancelled: false,
+    }
+}
+
+/// Matched probe (MPI_Improbe): takes the first message a receive of (`source`, `tag`)
+/// on `comm` would match off the matching queue, so that no other receive or probe can
+/// match it, and returns its status and the message's id (received by [`imrecv`]).
+/// `source` is a rank of `comm` or MPI_ANY_SOURCE (MPI_PROC_NULL is the caller's).
+pub fn improbe(
+    comm: &std::sync::Arc<Comm>,
+    source: i32,
+    tag: i32,
+) -> MpiResult<Option<(Status, ReqId)>> {
+    with_engine(|e, job| {
+        e.progress(job);
+        let p = e.find_unexpected(comm, source, tag)?;
+        let u = e.unexpected.remove(p).unwrap();
+        let status = unexpected_status(comm, &u);
+        let id = e.alloc(Req {
+            kind: ReqKind::Message(u),
+            complete: false,
+            status,
+            from_world: comm.clone(),
+        });
+        Some((status, id))
+    })
+}
+
+/// Whether `id` is a matched message not yet received.
+pub fn is_message(id: ReqId) -> bool {
+    with_engine(|e, _| {
+        matches!(
+            e.reqs.get(id),
+            Some(Some(Req {
+                kind: ReqKind::Message(_),
+                ..
+            }))
+        )
+    })
+    .unwrap_or(false)
+}
+
+/// The communicator handle of matched message `id` (for its error handler).
+pub fn message_comm(id: ReqId) -> Option<i32> {
+    with_engine(|e, _| match e.reqs.get(id) {
+        Some(Some(r)) if matches!(r.kind, ReqKind::Message(_)) => Some(r.from_world.handle),
+        _ => None,
+    })
+    .ok()
+    .flatten()
+}
+
+/// Matched receive (MPI_Imrecv): receives message `msg` (from [`improbe`]) into `into`.
+/// The message's id becomes the id of the receive request, completed by wait/test.
+pub fn imrecv(msg: ReqId, into: RecvInto) -> MpiResult<ReqId> {
+    let (buf, unpack) = match into {
+        RecvInto::Bytes(b) => (b, None),
+        RecvInto::Typed(mut u) => (u.target(), Some(u)),
+    };
+    with_engine(|e, job| {
+        let req = match e.reqs.get_mut(msg) {
+            Some(Some(r)) if matches!(r.kind, ReqKind::Message(_)) => r,
+            _ => {
+                return Err(err(
+                    MPI_ERR_REQUEST,
+                    format!("message id {msg} is not a matched message"),
+                ))
+            }
+        };
+        let u = match std::mem::replace(&mut req.kind, ReqKind::Done) {
+            ReqKind::Message(u) => u,
+            _ => unreachable!(),
+        };
+        req.kind = ReqKind::Recv(RecvReq {
+            ctx: u.ctx,
+            src: u.src as i32,
+            tag: u.tag,
+            buf,
+            stage: RecvStage::Posted,
+            comm_src: MPI_ANY_SOURCE,
+            unpack,
+        });
+        req.status = Status::empty();
+        match &u.payload {
+            Some(bytes) => e.deliver(&job.arena, msg, u.src, u.tag, u.len, Ok(bytes)),
+            None => e.deliver(&job.arena, msg, u.src, u.tag, u.len, Err(u.msg_id)),
+        }
+        e.progress(job);
+        Ok(msg)
+    })?
 }
 
 /// MPI_Buffer_attach / detach bookkeeping: returns the previous (address, size).

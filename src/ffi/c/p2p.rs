@@ -61,6 +61,10 @@ pub fn req_id(h: i32) -> MpiResult<Option<usize>> {
     }
     match direct_index(h, OBJ_REQUEST) {
         Some(i) if p2p::exists(i) => Ok(Some(i)),
+        Some(i) if p2p::is_message(i) => Err(err(
+            MPI_ERR_REQUEST,
+            format!("request={h:#x} is a message handle from MPI_Mprobe/MPI_Improbe, not a request (receive it with MPI_Mrecv or MPI_Imrecv)"),
+        )),
         _ => Err(err(
             MPI_ERR_REQUEST,
             format!("request={h:#x} is not a valid request (already completed and freed?)"),
@@ -631,6 +635,149 @@ mpi_entry!(MPI_Probe, PMPI_Probe, (source: c_int, tag: c_int, comm: i32, status:
     }
     put_status(status, &found.unwrap());
     Ok(())
+});
+
+// ---------------------------------------------------------------- matched probe, receive
+//
+// A message handle is a request-space handle, like MPICH's: a matched message lives in
+// the engine's request table until MPI_Mrecv / MPI_Imrecv receives it, and MPI_Imrecv's
+// request keeps the message's id (so the request handle equals the message handle).
+
+/// A matched message argument: None for MPI_MESSAGE_NO_PROC, the engine id otherwise.
+/// Error classes as MPICH's: MPI_ERR_REQUEST for MPI_MESSAGE_NULL and for a value that
+/// is no live message, MPI_ERR_ARG for the handle of a request that is not a message.
+fn message_id(h: i32) -> MpiResult<Option<usize>> {
+    if h == MPI_MESSAGE_NO_PROC {
+        return Ok(None);
+    }
+    if h == MPI_MESSAGE_NULL {
+        return Err(err(
+            MPI_ERR_REQUEST,
+            "message is MPI_MESSAGE_NULL (a message can be received only once, after MPI_Mprobe or a successful MPI_Improbe)",
+        ));
+    }
+    match direct_index(h, OBJ_REQUEST) {
+        Some(i) if p2p::is_message(i) => Ok(Some(i)),
+        Some(i) if p2p::exists(i) => Err(err(
+            MPI_ERR_ARG,
+            format!(
+                "message={h:#x} is a request handle, not a message from MPI_Mprobe/MPI_Improbe"
+            ),
+        )),
+        _ => Err(err(
+            MPI_ERR_REQUEST,
+            format!("message={h:#x} is not a valid message (already received?)"),
+        )),
+    }
+}
+
+/// The communicator whose error handler handles an error of MPI_Mrecv / MPI_Imrecv:
+/// the matched message's, or MPI_COMM_WORLD when there is none.
+fn message_errcomm(message: *const i32) -> i32 {
+    if message.is_null() {
+        return MPI_COMM_WORLD;
+    }
+    // SAFETY: a non-NULL message argument points to one MPI_Message (MPI's contract).
+    let h = unsafe { message.read() };
+    direct_index(h, OBJ_REQUEST)
+        .and_then(p2p::message_comm)
+        .unwrap_or(MPI_COMM_WORLD)
+}
+
+/// MPI_Improbe's work: Some((status, message handle)) if a message matched.
+fn improbe(source: c_int, tag: c_int, comm: i32) -> MpiResult<Option<(Status, i32)>> {
+    let c = probe_args(source, tag, comm)?;
+    if source == MPI_PROC_NULL {
+        return Ok(Some((Status::proc_null(), MPI_MESSAGE_NO_PROC)));
+    }
+    Ok(p2p::improbe(&c, source, tag)?.map(|(st, id)| (st, req_handle(id))))
+}
+
+mpi_entry!(MPI_Improbe, PMPI_Improbe, (source: c_int, tag: c_int, comm: i32, flag: *mut c_int, message: *mut i32, status: *mut CStatus), errcomm = comm, {
+    if message.is_null() {
+        return Err(err(MPI_ERR_ARG, "message is NULL"));
+    }
+    if flag.is_null() {
+        return Err(err(MPI_ERR_ARG, "flag is NULL"));
+    }
+    match improbe(source, tag, comm)? {
+        Some((st, m)) => {
+            check::out(message, m, "message")?;
+            put_status(status, &st);
+            check::out(flag, 1, "flag")
+        }
+        None => check::out(flag, 0, "flag"),
+    }
+});
+
+mpi_entry!(MPI_Mprobe, PMPI_Mprobe, (source: c_int, tag: c_int, comm: i32, message: *mut i32, status: *mut CStatus), errcomm = comm, {
+    if message.is_null() {
+        return Err(err(MPI_ERR_ARG, "message is NULL"));
+    }
+    let mut found = improbe(source, tag, comm)?;
+    if found.is_none() {
+        let mut failure = None;
+        p2p::wait_until(|| match improbe(source, tag, comm) {
+            Ok(Some(f)) => {
+                found = Some(f);
+                true
+            }
+            Ok(None) => false,
+            Err(e) => {
+                failure = Some(e);
+                true
+            }
+        })?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+    }
+    let (st, m) = found.expect("a matched message");
+    check::out(message, m, "message")?;
+    put_status(status, &st);
+    Ok(())
+});
+
+/// Starts the receive of a matched message; sets the handle to MPI_MESSAGE_NULL.
+/// Returns the receive's request id (None for MPI_MESSAGE_NO_PROC).
+fn start_mrecv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: i32,
+    message: *mut i32,
+) -> MpiResult<Option<usize>> {
+    crate::runtime::job()?;
+    let h = check::inp(message, "message")?;
+    let id = message_id(h)?;
+    let n = check::count(count, "count")?;
+    let t = check::datatype(dt, "datatype")?;
+    let into = crate::ffi::typed::recv_into(buf, n, &t, "buf")?;
+    let r = match id {
+        None => None,
+        Some(id) => Some(p2p::imrecv(id, into)?),
+    };
+    check::out(message, MPI_MESSAGE_NULL, "message")?;
+    Ok(r)
+}
+
+mpi_entry!(MPI_Mrecv, PMPI_Mrecv, (buf: *mut c_void, count: c_int, datatype: i32, message: *mut i32, status: *mut CStatus), errcomm = message_errcomm(message), {
+    let st = match start_mrecv(buf, count, datatype, message)? {
+        None => Status::proc_null(),
+        Some(id) => p2p::wait(id)?,
+    };
+    put_status(status, &st);
+    status_error(&st)
+});
+
+mpi_entry!(MPI_Imrecv, PMPI_Imrecv, (buf: *mut c_void, count: c_int, datatype: i32, message: *mut i32, request: *mut i32), errcomm = message_errcomm(message), {
+    if request.is_null() {
+        return Err(err(MPI_ERR_ARG, "request is NULL"));
+    }
+    let id = match start_mrecv(buf, count, datatype, message)? {
+        Some(id) => id,
+        None => p2p::completed(&check::comm(MPI_COMM_WORLD)?, Status::proc_null())?,
+    };
+    check::out(request, req_handle(id), "request")
 });
 
 fn count_of(status: *const CStatus, dt: i32) -> MpiResult<c_int> {
