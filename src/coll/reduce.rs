@@ -53,6 +53,11 @@ impl Part {
     }
 }
 
+/// Bytes of the accumulator folded at a time: small enough to stay in the first-level
+/// cache while every source's block is applied to it, so a long fold streams each source
+/// once and the accumulator once instead of once per source.
+const FOLD_BLOCK: usize = 8 << 10;
+
 /// Folds `srcs` (in rank order) into `acc` as the module comment says. `acc` must not
 /// overlap any source.
 fn fold(red: &Reduction<'_>, srcs: &[&[u8]], acc: &mut [u8]) -> MpiResult<()> {
@@ -60,6 +65,24 @@ fn fold(red: &Reduction<'_>, srcs: &[&[u8]], acc: &mut [u8]) -> MpiResult<()> {
     if n == 0 {
         return Ok(());
     }
+    let e = red.extent.max(1);
+    let block = (FOLD_BLOCK / e).max(1) * e;
+    if n > 2 && acc.len() > block {
+        // The same fold, block by block (each element still sees the same operands in
+        // the same order, so the bits are those of the whole-vector fold).
+        let mut blk: Vec<&[u8]> = Vec::with_capacity(n);
+        for (i, a) in acc.chunks_mut(block).enumerate() {
+            blk.clear();
+            blk.extend(srcs.iter().map(|s| &s[i * block..i * block + a.len()]));
+            fold_whole(red, &blk, a)?;
+        }
+        return Ok(());
+    }
+    fold_whole(red, srcs, acc)
+}
+
+fn fold_whole(red: &Reduction<'_>, srcs: &[&[u8]], acc: &mut [u8]) -> MpiResult<()> {
+    let n = srcs.len();
     if red.commutative {
         acc.copy_from_slice(srcs[0]);
         for s in &srcs[1..] {
