@@ -23,6 +23,18 @@ if [ "$(cat "$CARGO_TARGET_DIR/.shmpi-stamp" 2>/dev/null)" != "$stamp" ]; then
 fi
 timeout 1500 cargo build --release --locked --manifest-path clients/rsmpi/Cargo.toml
 echo "$stamp" > "$CARGO_TARGET_DIR/.shmpi-stamp"
+# Every MPI function rsmpi's code calls must be exported (the program above links only
+# what it uses; a user of any other part of rsmpi must link too).
+src=$(cargo metadata --format-version 1 --locked --manifest-path clients/rsmpi/Cargo.toml \
+  | python3 -c 'import json,sys; m=json.load(sys.stdin); print(next(p["manifest_path"] for p in m["packages"] if p["name"]=="mpi").rsplit("/",1)[0])')
+wanted=$(grep -rhoE "ffi::P?MPI_[A-Z][a-z][A-Za-z_0-9]*[[:space:]]*\(" "$src/src" | sed -E 's/ffi:://; s/[[:space:]]*\($//' | sort -u)
+[ "$(echo "$wanted" | wc -l)" -gt 100 ] || { echo "FAIL: found too few MPI calls in $src/src"; exit 1; }
+exported=$(nm -D --defined-only "$P/lib/libmpi.so.12" | awk '$2=="T"{print $3}' | sort -u)
+missing=$(comm -23 <(echo "$wanted") <(echo "$exported"))
+if [ -n "$missing" ]; then
+  echo "FAIL: rsmpi calls functions libmpi.so.12 does not export:" $missing; exit 1
+fi
+echo "rsmpi: all $(echo "$wanted" | wc -l) MPI functions its code calls are exported"
 for np in 1 2 3 4; do
   timeout 120 "$P/bin/mpiexec" -n $np --timeout 60 "$CARGO_TARGET_DIR/release/shmpi-rsmpi-client"
 done

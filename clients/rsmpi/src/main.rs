@@ -20,6 +20,15 @@ fn main() {
     let version = mpi::environment::library_version().expect("MPI_Get_library_version");
     check(version.contains("shmpi"), rank, "library is shmpi");
 
+    // A process spawned below: sum of (rank + 1) over the parents, and back.
+    if let Some(parent) = world.parent() {
+        let parents = parent.remote_size() as i64;
+        let mut got = 0i64;
+        parent.all_reduce_into(&(rank as i64 + 1), &mut got, SystemOperation::sum());
+        check(got == parents * (parents + 1) / 2, rank, "spawned: allreduce with parents");
+        return;
+    }
+
     // Allreduce: sum and max of i64, product of f64.
     let mine = [rank as i64 + 1, 10 * rank as i64];
     let mut sum = [0i64; 2];
@@ -93,6 +102,18 @@ fn main() {
     let mut r = 0i32;
     world.all_reduce_into(&(rank + 100), &mut r, &first);
     check(r == 100, rank, "non-commutative user op");
+
+    // MPI_Comm_spawn through rsmpi: two copies of this program, an Allreduce across the
+    // intercommunicator (each side gets the other's sum of rank + 1).
+    let exe = std::env::current_exe().expect("current_exe");
+    let children = world
+        .process_at_rank(0)
+        .spawn(&std::process::Command::new(exe), 2)
+        .expect("MPI_Comm_spawn");
+    check(children.remote_size() == 2, rank, "spawn: two children");
+    let mut got = 0i64;
+    children.all_reduce_into(&(rank as i64 + 1), &mut got, SystemOperation::sum());
+    check(got == 3, rank, "spawn: allreduce with children");
 
     world.barrier();
     if rank == 0 {
