@@ -7,6 +7,7 @@ pub mod create;
 pub mod errhandler;
 pub mod group;
 pub mod inter;
+pub mod topo;
 
 use crate::abi::*;
 use crate::error::{err, MpiResult};
@@ -48,6 +49,8 @@ pub struct Comm {
     pub chan_me: usize,
     /// For an intercommunicator: whether the local group is group "A".
     pub local_is_a: bool,
+    /// The process topology (intracommunicators only): copied by MPI_Comm_dup only.
+    pub topo: RwLock<Option<Arc<topo::Topo>>>,
 }
 
 impl Comm {
@@ -159,6 +162,7 @@ impl Comm {
             coll_ticket: AtomicU64::new(0),
             coll_serving: AtomicU64::new(0),
             desc: Mutex::new(None),
+            topo: RwLock::new(None),
         }
     }
 }

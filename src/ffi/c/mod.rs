@@ -11,3 +11,4 @@ pub mod init;
 pub mod op;
 pub mod p2p;
 pub mod persist;
+pub mod topo;
