@@ -45,6 +45,8 @@ mod c {
         pub fn PMPI_Aint_add(base: isize, disp: isize) -> isize;
         pub fn PMPI_Aint_diff(addr1: isize, addr2: isize) -> isize;
         pub fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int;
+        pub fn PMPI_Cart_sub(comm: c_int, remain_dims: *const c_int, newcomm: *mut c_int) -> c_int;
+        pub fn shmpi_cart_ndims(comm: c_int) -> c_int;
         pub fn PMPI_Wtime() -> c_double;
         pub fn PMPI_Wtick() -> c_double;
     }
@@ -651,6 +653,30 @@ pub unsafe fn info_get_nthkey(
             rt::string_out(&buf, key, key_len);
         }
         rc
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+/// MPI_CART_SUB: REMAIN_DIMS is a LOGICAL array as long as the topology has dimensions.
+pub unsafe fn cart_sub(
+    comm: *const Fint,
+    remain_dims: *const Fint,
+    newcomm: *mut Fint,
+    ierror: *mut Fint,
+) {
+    let rc = rt::guard(|| {
+        // SAFETY: COMM is the caller's INTEGER.
+        let h = unsafe { *comm };
+        // SAFETY: a query without side effects; -1 when comm has no Cartesian topology.
+        let nd = unsafe { c::shmpi_cart_ndims(h) };
+        if nd < 0 {
+            // Not a Cartesian communicator: C reports the error (before reading the array).
+            // SAFETY: plain forwarding.
+            return unsafe { c::PMPI_Cart_sub(h, std::ptr::null(), newcomm) };
+        }
+        let keep = rt::logicals_in(remain_dims, &nd);
+        // SAFETY: `keep` holds nd entries; NEWCOMM is the caller's INTEGER.
+        unsafe { c::PMPI_Cart_sub(h, rt::ptr_or_null(remain_dims, &keep), newcomm) }
     });
     rt::set_ierror(ierror, rc);
 }

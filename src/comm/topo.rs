@@ -319,7 +319,7 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> MpiResult<()> {
         }
         return Ok(());
     }
-    if n % fixed != 0 {
+    if !n.is_multiple_of(fixed) {
         return Err(err(
             MPI_ERR_DIMS,
             format!("nnodes={nnodes} is not a multiple of {fixed}, the product of the fixed dims[] entries"),
@@ -426,9 +426,9 @@ fn divisors_desc(n: u64) -> Vec<u64> {
     let mut m = n;
     let mut p = 2;
     while p * p <= m {
-        if m % p == 0 {
+        if m.is_multiple_of(p) {
             let mut e = 0;
-            while m % p == 0 {
+            while m.is_multiple_of(p) {
                 m /= p;
                 e += 1;
             }

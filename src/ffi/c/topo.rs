@@ -331,3 +331,13 @@ mpi_entry!(MPI_Dist_graph_neighbors, PMPI_Dist_graph_neighbors, (comm: i32, maxi
     }
     Ok(())
 });
+
+/// For the Fortran bindings: the number of dimensions of `comm`'s Cartesian topology,
+/// or -1 (invalid communicator, or no Cartesian topology). Raises no error. Not part of
+/// the MPI API.
+#[no_mangle]
+pub extern "C" fn shmpi_cart_ndims(comm: c_int) -> c_int {
+    check::comm(comm)
+        .and_then(|c| cart(&c))
+        .map_or(-1, |(d, _)| d.len() as c_int)
+}
