@@ -146,6 +146,23 @@ fn kind(k: &str) -> Kind {
             ),
             ..simple("*mut Fint", "*mut Aint", "&mut {t}")
         },
+        "larr" => Kind {
+            pre: format!("        let {{t}} = rt::logicals_in({{a}}, {});\n", len()),
+            ..simple("*const Fint", "*const c_int", "rt::ptr_or_null({a}, &{t})")
+        },
+        "lout" => Kind {
+            pre: format!(
+                "        let mut {{t}} = rt::logicals_out_tmp({{a}}, {});\n",
+                len()
+            ),
+            post: "            rt::logicals_out({a}, &{t});\n".into(),
+            ..simple(
+                "*mut Fint",
+                "*mut c_int",
+                "rt::ptr_or_null_mut({a}, &mut {t})",
+            )
+        },
+        "w" => simple("*mut Fint", "*mut c_int", "rt::weights({a})"),
         "buf" => simple("*mut c_void", "*mut c_void", "rt::buffer({a})"),
         "st" => simple("*mut Fint", "*mut c_void", "rt::status({a})"),
         "sts" => simple("*mut Fint", "*mut c_void", "rt::statuses({a})"),

@@ -66,6 +66,8 @@ mod c {
             intercomm: *mut c_int,
             errcodes: *mut c_int,
         ) -> c_int;
+        pub fn PMPI_Cart_sub(comm: c_int, remain_dims: *const c_int, newcomm: *mut c_int) -> c_int;
+        pub fn shmpi_cart_ndims(comm: c_int) -> c_int;
         pub fn PMPI_Wtime() -> c_double;
         pub fn PMPI_Wtick() -> c_double;
     }
@@ -815,6 +817,30 @@ pub unsafe fn comm_spawn_multiple(
                 errcodes_arg(array_of_errcodes),
             )
         }
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+/// MPI_CART_SUB: REMAIN_DIMS is a LOGICAL array as long as the topology has dimensions.
+pub unsafe fn cart_sub(
+    comm: *const Fint,
+    remain_dims: *const Fint,
+    newcomm: *mut Fint,
+    ierror: *mut Fint,
+) {
+    let rc = rt::guard(|| {
+        // SAFETY: COMM is the caller's INTEGER.
+        let h = unsafe { *comm };
+        // SAFETY: a query without side effects; -1 when comm has no Cartesian topology.
+        let nd = unsafe { c::shmpi_cart_ndims(h) };
+        if nd < 0 {
+            // Not a Cartesian communicator: C reports the error (before reading the array).
+            // SAFETY: plain forwarding.
+            return unsafe { c::PMPI_Cart_sub(h, std::ptr::null(), newcomm) };
+        }
+        let keep = rt::logicals_in(remain_dims, &nd);
+        // SAFETY: `keep` holds nd entries; NEWCOMM is the caller's INTEGER.
+        unsafe { c::PMPI_Cart_sub(h, rt::ptr_or_null(remain_dims, &keep), newcomm) }
     });
     rt::set_ierror(ierror, rc);
 }

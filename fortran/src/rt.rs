@@ -158,7 +158,87 @@ pub fn string_in(src: *const u8, len: usize) -> Vec<u8> {
     v
 }
 
+/// gfortran's .TRUE. (C's 1).
+const FORTRAN_TRUE: Fint = 1;
+/// Marks the entries of a LOGICAL output array that C did not write.
+const NOT_WRITTEN: c_int = c_int::MIN;
+
+/// A LOGICAL array of `*count` elements as the int array of 0 and 1 C wants.
+pub fn logicals_in(p: *const Fint, count: *const Fint) -> Vec<c_int> {
+    if p.is_null() || count.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: COUNT is the caller's INTEGER and the array holds that many LOGICALs.
+    unsafe {
+        let n = (*count).max(0) as usize;
+        std::slice::from_raw_parts(p, n)
+            .iter()
+            .map(|&l| c_int::from(l != 0))
+            .collect()
+    }
+}
+
+/// The temporary C fills for a LOGICAL output array of at most `*count` elements.
+pub fn logicals_out_tmp(p: *mut Fint, count: *const Fint) -> Vec<c_int> {
+    if p.is_null() || count.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: COUNT is the caller's INTEGER.
+    let n = unsafe { *count }.max(0) as usize;
+    vec![NOT_WRITTEN; n]
+}
+
+/// Copies the entries C wrote into `tmp` back to the caller's LOGICAL array.
+pub fn logicals_out(p: *mut Fint, tmp: &[c_int]) {
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: the caller's array holds tmp.len() LOGICALs (logicals_out_tmp sized it).
+    let dst = unsafe { std::slice::from_raw_parts_mut(p, tmp.len()) };
+    for (d, &v) in dst.iter_mut().zip(tmp) {
+        if v != NOT_WRITTEN {
+            *d = if v != 0 { FORTRAN_TRUE } else { 0 };
+        }
+    }
+}
+
+/// The temporary's address, or NULL where Fortran passed none.
+pub fn ptr_or_null(p: *const Fint, tmp: &[c_int]) -> *const c_int {
+    if p.is_null() {
+        std::ptr::null()
+    } else {
+        tmp.as_ptr()
+    }
+}
+
+/// The temporary's address, or NULL where Fortran passed none.
+pub fn ptr_or_null_mut(p: *mut Fint, tmp: &mut [c_int]) -> *mut c_int {
+    if p.is_null() {
+        std::ptr::null_mut()
+    } else {
+        tmp.as_mut_ptr()
+    }
+}
+
+/// An edge-weights array: MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY (COMMON members,
+/// recognised by address) become C's values; other arrays pass unchanged.
+pub fn weights(p: *mut Fint) -> *mut c_int {
+    let a = p as usize;
+    // SAFETY: the C library's constant pointers, set before main and never written.
+    unsafe {
+        if a == abi::addr_mpi_unweighted() {
+            MPI_UNWEIGHTED as *mut c_int
+        } else if a == abi::addr_mpi_weights_empty() {
+            MPI_WEIGHTS_EMPTY as *mut c_int
+        } else {
+            p
+        }
+    }
+}
+
 extern "C" {
+    static MPI_UNWEIGHTED: *const c_int;
+    static MPI_WEIGHTS_EMPTY: *const c_int;
     static mut MPI_F_STATUS_IGNORE: *mut Fint;
     static mut MPI_F_STATUSES_IGNORE: *mut Fint;
 }

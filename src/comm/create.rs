@@ -110,12 +110,15 @@ pub fn split(parent: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<C
     )))
 }
 
-/// MPI_Comm_dup: same group, new context; attributes copied by their copy callbacks.
+/// MPI_Comm_dup: same group, new context, same topology; attributes copied by their
+/// copy callbacks.
 pub fn dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
     if parent.is_inter() {
         return super::inter::dup(parent);
     }
     let c = split(parent, 0, parent.rank as i32)?.expect("colour 0");
+    // The topology comes along (MPI-3.1 7.4); every other constructor starts without.
+    *c.topo.write().unwrap() = parent.topo.read().unwrap().clone();
     attr::copy_all(parent, &c)?;
     Ok(c)
 }

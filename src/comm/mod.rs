@@ -8,6 +8,7 @@ pub mod errhandler;
 pub mod group;
 pub mod inter;
 pub mod spawn;
+pub mod topo;
 
 use crate::abi::*;
 use crate::error::{err, MpiResult};
@@ -49,6 +50,8 @@ pub struct Comm {
     pub chan_me: usize,
     /// For an intercommunicator: whether the local group is group "A".
     pub local_is_a: bool,
+    /// The process topology (intracommunicators only): copied by MPI_Comm_dup only.
+    pub topo: RwLock<Option<Arc<topo::Topo>>>,
 }
 
 impl Comm {
@@ -160,6 +163,7 @@ impl Comm {
             coll_ticket: AtomicU64::new(0),
             coll_serving: AtomicU64::new(0),
             desc: Mutex::new(None),
+            topo: RwLock::new(None),
         }
     }
 }

@@ -109,6 +109,15 @@ pub static MPI_UNWEIGHTED: ConstPtr = ConstPtr((&raw const MPIR_C_MPI_UNWEIGHTED
 /// MPI_WEIGHTS_EMPTY: a unique non-NULL address, different from MPI_UNWEIGHTED.
 #[no_mangle]
 pub static MPI_WEIGHTS_EMPTY: ConstPtr = ConstPtr((&raw const MPIR_C_MPI_WEIGHTS_EMPTY).cast());
+/// Whether a weights argument is MPI_UNWEIGHTED. A program built against MPICH holds a
+/// copy of the pointer, whose value is still this library's object's address.
+pub fn is_unweighted(p: *const c_int) -> bool {
+    std::ptr::eq(p, &raw const MPIR_C_MPI_UNWEIGHTED)
+}
+/// Whether a weights argument is MPI_WEIGHTS_EMPTY.
+pub fn is_weights_empty(p: *const c_int) -> bool {
+    std::ptr::eq(p, &raw const MPIR_C_MPI_WEIGHTS_EMPTY)
+}
 /// MPI_T_PVAR_ALL_HANDLES: a unique non-NULL handle value.
 #[no_mangle]
 pub static MPI_T_PVAR_ALL_HANDLES: ConstPtr =

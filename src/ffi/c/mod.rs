@@ -12,3 +12,4 @@ pub mod op;
 pub mod p2p;
 pub mod persist;
 pub mod spawn;
+pub mod topo;
