@@ -25,7 +25,11 @@ fn main() {
         let parents = parent.remote_size() as i64;
         let mut got = 0i64;
         parent.all_reduce_into(&(rank as i64 + 1), &mut got, SystemOperation::sum());
-        check(got == parents * (parents + 1) / 2, rank, "spawned: allreduce with parents");
+        check(
+            got == parents * (parents + 1) / 2,
+            rank,
+            "spawned: allreduce with parents",
+        );
         return;
     }
 
@@ -102,6 +106,41 @@ fn main() {
     let mut r = 0i32;
     world.all_reduce_into(&(rank + 100), &mut r, &first);
     check(r == 100, rank, "non-commutative user op");
+
+    // A periodic 1 x size Cartesian grid through rsmpi: coordinates, rank and shift
+    // against the row-major formula (rsmpi's coordinates_to_rank rejects coordinate 0 of
+    // a non-periodic dimension, so this grid is periodic), then a non-periodic line.
+    let cart = world
+        .create_cartesian_communicator(&[1, size], &[true, true], false)
+        .expect("MPI_Cart_create");
+    check(cart.num_dimensions() == 2, rank, "cart: 2 dimensions");
+    let me = cart.rank();
+    check(
+        cart.rank_to_coordinates(me) == vec![0, me],
+        rank,
+        "cart: coordinates",
+    );
+    check(cart.coordinates_to_rank(&[0, me]) == me, rank, "cart: rank");
+    let (src, dst) = cart.shift(1, 1);
+    check(
+        src == Some((me + size - 1) % size) && dst == Some((me + 1) % size),
+        rank,
+        "cart: periodic shift",
+    );
+    check(
+        cart.shift(0, 1) == (Some(me), Some(me)),
+        rank,
+        "cart: shift round 1",
+    );
+    let line = world
+        .create_cartesian_communicator(&[size], &[false], false)
+        .expect("MPI_Cart_create");
+    let (src, dst) = line.shift(0, 1);
+    check(
+        src == (rank > 0).then(|| rank - 1) && dst == (rank + 1 < size).then(|| rank + 1),
+        rank,
+        "cart: shift off the edges",
+    );
 
     // MPI_Comm_spawn through rsmpi: two copies of this program, an Allreduce across the
     // intercommunicator (each side gets the other's sum of rank + 1).
