@@ -280,13 +280,23 @@ fn bcast_u64s(comm: &Comm, root: usize, v: &mut [u64]) -> MpiResult<()> {
 
 /// MPI_Comm_spawn(_multiple) over the intracommunicator `comm`: `cmds` is significant
 /// at `root` only (the root's checks of its arguments have run already; `Err` there is
-/// reported by every rank). Returns the intercommunicator to the children.
-pub fn spawn(comm: &Arc<Comm>, root: usize, cmds: MpiResult<Vec<Cmd>>) -> MpiResult<Arc<Comm>> {
+/// reported by every rank). Returns the intercommunicator to the children; `asked` gets
+/// the number of processes the root asked for, at every rank (the length of the error
+/// codes array), also when the spawn failed.
+pub fn spawn(
+    comm: &Arc<Comm>,
+    root: usize,
+    cmds: MpiResult<Vec<Cmd>>,
+    asked: &mut usize,
+) -> MpiResult<Arc<Comm>> {
     let j = crate::runtime::job()?;
     // [class, first slot, children, channel, message length]
     let mut head = [0u64; 5];
     let mut msg = Vec::new();
     if comm.rank == root {
+        let requested = cmds
+            .as_ref()
+            .map_or(0, |v| v.iter().map(|c| c.n).sum::<usize>());
         let outcome = cmds.and_then(|cmds| {
             let total: usize = cmds.iter().map(|c| c.n).sum();
             let members = comm.size() + total;
@@ -318,11 +328,12 @@ pub fn spawn(comm: &Arc<Comm>, root: usize, cmds: MpiResult<Vec<Cmd>>) -> MpiRes
             Ok((base, total, ctx)) => head = [0, base as u64, total as u64, ctx as u64, 0],
             Err(e) => {
                 msg = e.msg.clone().into_bytes();
-                head = [e.class as u64, 0, 0, 0, msg.len() as u64];
+                head = [e.class as u64, 0, requested as u64, 0, msg.len() as u64];
             }
         }
     }
     bcast_u64s(comm, root, &mut head)?;
+    *asked = head[2] as usize;
     if head[0] != 0 {
         let mut words = vec![0u64; (head[4] as usize).div_ceil(8)];
         if comm.rank == root {

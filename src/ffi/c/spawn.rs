@@ -117,14 +117,9 @@ pub fn run_spawn(
     } else {
         Ok(Vec::new())
     };
-    let total = mine.as_ref().map_or(0, |v| v.iter().map(|c| c.n).sum());
-    let out = spawn::spawn(&c, root, mine);
-    // Error codes: one per process asked for (known at the root; the others learn the
-    // count from the new communicator's remote group).
-    let n = match &out {
-        Ok(ic) => ic.peer_size(),
-        Err(_) => total,
-    };
+    let mut n = 0;
+    let out = spawn::spawn(&c, root, mine, &mut n);
+    // Error codes: one per process asked for.
     if !errcodes.is_null() && n > 0 {
         let code = match &out {
             Ok(_) => MPI_SUCCESS,
