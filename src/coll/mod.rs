@@ -21,7 +21,8 @@ pub mod reduce;
 use crate::comm::Comm;
 use crate::error::MpiResult;
 use crate::runtime::Job;
-use crate::shm::wait::{notify, Backoff};
+use crate::shm::proto::ChanCtl;
+use crate::shm::wait::{notify_all, Backoff};
 use std::future::Future;
 use std::pin::{pin, Pin};
 use std::sync::atomic::Ordering;
@@ -67,10 +68,9 @@ impl<'a> Chan<'a> {
         self.job.arena.lay.chan_args(self.comm.ctx, i)
     }
 
-    fn counter(&self, i: usize) -> &std::sync::atomic::AtomicU64 {
-        self.job
-            .arena
-            .u64_at(self.job.arena.lay.chan_counter(self.comm.ctx, i))
+    /// The channel's control words (their protocol: shm/proto.rs).
+    fn ctl(&self) -> ChanCtl {
+        self.job.arena.lay.chan_ctl(self.comm.ctx)
     }
 
     /// Arrives at the next step; completes when every member has arrived. Never
@@ -83,19 +83,15 @@ impl<'a> Chan<'a> {
         // The first step of a collective carries its argument descriptor.
         let desc = self.comm.desc.lock().unwrap().take();
         let p = (s % 2) as usize;
-        if let Some(d) = desc {
-            for (k, w) in agree::pack(d.encode()).iter().enumerate() {
-                a.u64_at(a.lay.chan_desc(self.comm.ctx, self.me, p) + 8 * k)
-                    .store(*w, Ordering::Relaxed);
-            }
-        }
-        self.counter(self.me).store(s, Ordering::SeqCst);
+        self.ctl()
+            .arrive(a, self.me, s, desc.map(|d| agree::pack(d.encode())));
         a.note_step(self.job.rank, s);
-        for j in 0..self.n {
-            if j != self.me {
-                notify(a, self.comm.chan_members[j]);
-            }
-        }
+        notify_all(
+            a,
+            (0..self.n)
+                .filter(|&j| j != self.me)
+                .map(|j| self.comm.chan_members[j]),
+        );
         let r = AllArrived {
             ch: self,
             s,
@@ -111,16 +107,8 @@ impl<'a> Chan<'a> {
     /// Compares every member's descriptor of this step with member 0's.
     fn check_agreement(&self, p: usize) -> MpiResult<()> {
         let a = &self.job.arena;
-        let read = |i: usize| -> [u64; 5] {
-            let mut w = [0u64; 3];
-            for (k, x) in w.iter_mut().enumerate() {
-                *x = a
-                    .u64_at(a.lay.chan_desc(self.comm.ctx, i, p) + 8 * k)
-                    .load(Ordering::Relaxed);
-            }
-            agree::unpack(w)
-        };
-
+        let ctl = self.ctl();
+        let read = |i: usize| agree::unpack(ctl.desc(a, i, p));
         let d0 = read(0);
         for i in 1..self.n {
             let di = read(i);
@@ -189,10 +177,8 @@ impl Future for AllArrived<'_, '_> {
     type Output = MpiResult<u64>;
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
         let (n, s) = (self.ch.n, self.s);
-        while self.first < n && self.ch.counter(self.first).load(Ordering::SeqCst) >= s {
-            self.first += 1;
-        }
-        if self.first == n {
+        let ctl = self.ch.ctl();
+        if ctl.arrived(&self.ch.job.arena, n, s, &mut self.first) {
             Poll::Ready(Ok(s))
         } else {
             Poll::Pending
