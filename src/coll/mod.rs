@@ -76,15 +76,26 @@ impl<'a> Chan<'a> {
     /// Arrives at the next step; completes when every member has arrived. Never
     /// blocks: a collective is an `async fn` whose steps are these awaits, so the same
     /// code runs to completion in place (blocking calls, [`block_on`]) or is polled by
-    /// the progress engine (nonblocking calls, [`nb`]).
+    /// the progress engine (nonblocking calls, [`nb`]). The first step of a collective
+    /// also checks that the members agree on its arguments (agree.rs).
     pub async fn step(&self) -> MpiResult<u64> {
+        let pending = self.comm.desc.lock().unwrap().take();
+        let (s, p) = self.next_step();
+        self.sync(pending.as_ref().map(|d| agree::pack(d.desc.encode())))
+            .await?;
+        if let Some(pd) = pending {
+            if self.check_agreement(p)? {
+                self.check_flows(pd.flows).await?;
+            }
+        }
+        Ok(s)
+    }
+
+    /// One step of the channel protocol (shm/proto.rs), publishing `desc` with it.
+    async fn sync(&self, desc: Option<[u64; 3]>) -> MpiResult<u64> {
         let s = self.comm.step.fetch_add(1, Ordering::Relaxed) + 1;
         let a = &self.job.arena;
-        // The first step of a collective carries its argument descriptor.
-        let desc = self.comm.desc.lock().unwrap().take();
-        let p = (s % 2) as usize;
-        self.ctl()
-            .arrive(a, self.me, s, desc.map(|d| agree::pack(d.encode())));
+        self.ctl().arrive(a, self.me, s, desc);
         a.note_step(self.job.rank, s);
         notify_all(
             a,
@@ -92,20 +103,17 @@ impl<'a> Chan<'a> {
                 .filter(|&j| j != self.me)
                 .map(|j| self.comm.chan_members[j]),
         );
-        let r = AllArrived {
+        AllArrived {
             ch: self,
             s,
             first: 0,
         }
-        .await?;
-        if desc.is_some() {
-            self.check_agreement(p)?;
-        }
-        Ok(r)
+        .await
     }
 
-    /// Compares every member's descriptor of this step with member 0's.
-    fn check_agreement(&self, p: usize) -> MpiResult<()> {
+    /// Compares every member's descriptor of this step with member 0's. Ok(true): the
+    /// flow sums of a data-movement collective do not add up, see `check_flows`.
+    fn check_agreement(&self, p: usize) -> MpiResult<bool> {
         let a = &self.job.arena;
         let ctl = self.ctl();
         let read = |i: usize| agree::unpack(ctl.desc(a, i, p));
@@ -119,6 +127,33 @@ impl<'a> Chan<'a> {
                 }
             }
         }
+        if agree::is_movement((d0[0] >> 48) as u16) {
+            let sum = (0..self.n).fold(0u32, |h, i| {
+                h.wrapping_add((ctl.desc(a, i, p)[1] >> 32) as u32)
+            });
+            return Ok(sum != 0);
+        }
+        Ok(false)
+    }
+
+    /// The slow path of the pairwise check: every member publishes its flows in its
+    /// slot for one step and all find the same first disagreeing pair. If there is
+    /// none (the hashes differ but the signatures match), a second step restores the
+    /// parity the collective expects and it goes on.
+    async fn check_flows(&self, mine: Option<Box<agree::Flows>>) -> MpiResult<()> {
+        let n = self.n;
+        let len = agree::Flows::encoded_len(n);
+        let (_, p) = self.next_step();
+        let mine = mine.unwrap_or_else(|| Box::new(agree::Flows::new(n)));
+        mine.encode(self.slice_mut(self.slot(self.me, p), len));
+        self.sync(None).await?;
+        let all: Vec<agree::Flows> = (0..n)
+            .map(|i| agree::Flows::decode(self.slice(self.slot(i, p), len), n))
+            .collect();
+        if let Some(e) = agree::Flows::disagreement(&all) {
+            return Err(e);
+        }
+        self.sync(None).await?;
         Ok(())
     }
 

@@ -39,7 +39,7 @@ pub struct Comm {
     pub coll_serving: AtomicU64,
     /// The argument descriptor of the collective whose turn it is, published with its
     /// first step (coll/agree.rs).
-    pub desc: Mutex<Option<crate::coll::agree::Desc>>,
+    pub desc: Mutex<Option<crate::coll::agree::Pending>>,
     /// The members of the collective channel, as world ranks: the group for an
     /// intracommunicator; for an intercommunicator both groups, group "A" (the one
     /// whose leader has the smaller world rank) first.
@@ -72,8 +72,17 @@ impl Comm {
 
     /// Sets the descriptor the current collective publishes with its first step.
     pub fn set_desc(&self, d: crate::coll::agree::Desc) {
+        self.set_desc_flows(d, None)
+    }
+
+    /// As [`Comm::set_desc`], with the flows of a data-movement collective.
+    pub fn set_desc_flows(
+        &self,
+        desc: crate::coll::agree::Desc,
+        flows: Option<Box<crate::coll::agree::Flows>>,
+    ) {
         if crate::coll::agree::enabled() && self.remote.is_none() {
-            *self.desc.lock().unwrap() = Some(d);
+            *self.desc.lock().unwrap() = Some(crate::coll::agree::Pending { desc, flows });
         }
     }
 
