@@ -50,6 +50,7 @@ static void movement(void) {
     int ibuf[1024], jbuf[1024];
     double dbuf[1024], ebuf[1024];
     char want[256];
+    int rc;
     for (int i = 0; i < 1024; i++) { ibuf[i] = i; dbuf[i] = i; }
 
     /* Gatherv: the root expects 10 ints from the last rank, which sends 12. */
@@ -114,10 +115,20 @@ static void movement(void) {
            "rank 0 expects 4 bytes from itself (recvcount=1 MPI_INT) but it sends 8 bytes (sendcount=2 MPI_INT)", "alltoall");
     still_moves();
 
+    /* Bcast: the count, then the element type (MPI_BYTE matches anything). */
+    expect(MPI_Bcast(ibuf, rank == 1 ? 3 : 2, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_COUNT,
+           "rank 0 passed count=2 MPI_INT but rank 1 passed count=3 MPI_INT", "bcast count");
+    expect(MPI_Bcast(ibuf, 2, rank == 1 ? MPI_FLOAT : MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_TYPE,
+           "rank 0 passed count=2 MPI_INT but rank 1 passed count=2 MPI_FLOAT", "bcast type");
+    ibuf[0] = rank == 0 ? 4242 : -1;
+    rc = MPI_Bcast(ibuf, rank == 1 ? 4 : 1, rank == 1 ? MPI_BYTE : MPI_INT, 0, MPI_COMM_WORLD);
+    CHECK(rc == MPI_SUCCESS && ibuf[0] == 4242, "a Bcast of MPI_INT received as MPI_BYTE: rc %d, %d", rc, ibuf[0]);
+    still_moves();
+
     /* Matching signatures with different datatypes are no error, and the data arrive:
      * a Gather of ints received as bytes, an Alltoallv of doubles sent as bytes. */
     for (int i = 0; i < 4; i++) ibuf[i] = 100 * rank + i;
-    int rc = MPI_Gather(ibuf, 4, MPI_INT, jbuf, 4 * (int)sizeof(int), MPI_BYTE, 0, MPI_COMM_WORLD);
+    rc = MPI_Gather(ibuf, 4, MPI_INT, jbuf, 4 * (int)sizeof(int), MPI_BYTE, 0, MPI_COMM_WORLD);
     int ok = rc == MPI_SUCCESS;
     for (int i = 0; ok && rank == 0 && i < 4 * size; i++) ok = jbuf[i] == 100 * (i / 4) + i % 4;
     CHECK(ok, "a Gather of MPI_INT into MPI_BYTE: rc %d", rc);

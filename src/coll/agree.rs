@@ -64,6 +64,9 @@ pub const NAMES: &[&str] = &[
 /// The kind of the communicator constructors (one collective step of their own).
 pub const KIND_COMM_CTOR: u16 = 18;
 
+/// The kind of MPI_Bcast (its op field carries the datatype's element signature).
+pub const KIND_BCAST: u16 = 2;
+
 /// Whether collective `kind` moves data pair by pair (its op field carries the flow sum).
 pub fn is_movement(kind: u16) -> bool {
     (9..=17).contains(&kind)
@@ -420,7 +423,13 @@ impl Desc {
             }
         }
         // (A data-movement collective's op field is its flow sum, compared elsewhere.)
-        if !is_movement(kx as u16) && x[1] != ANY && y[1] != ANY && x[1] != y[1] {
+        // MPI_Bcast's op field is the element signature of its datatype (0: untyped),
+        // compared instead of the handle: MPI_INT and MPI_INT32_T, or MPI_BYTE and
+        // anything, agree.
+        let bcast = kx == KIND_BCAST as usize;
+        let sig = |w: [u64; 5]| if w[1] == ANY { 0 } else { w[1] as u32 };
+        let sigs_differ = bcast && sig(x) != 0 && sig(y) != 0 && sig(x) != sig(y);
+        if !is_movement(kx as u16) && !bcast && x[1] != ANY && y[1] != ANY && x[1] != y[1] {
             return Some(err(
                 MPI_ERR_OP,
                 format!(
@@ -434,7 +443,8 @@ impl Desc {
             return Some(err(MPI_ERR_NOT_SAME, format!("rank {a} and rank {b} passed different recvcounts (they must be identical on every rank)")));
         }
         let tname = |d: u64| crate::datatype::predefined::name_of(d as u32 as i32);
-        if x[3] != y[3] || (x[2] != ANY && y[2] != ANY && x[2] != y[2]) {
+        let handles_differ = !bcast && x[2] != ANY && y[2] != ANY && x[2] != y[2];
+        if x[3] != y[3] || handles_differ || sigs_differ {
             let count = |w: [u64; 5]| {
                 let s = if w[2] == ANY {
                     0
@@ -454,7 +464,7 @@ impl Desc {
                     format!("count={} {}", count(w), tname(w[2]))
                 }
             };
-            let class = if x[2] != y[2] {
+            let class = if handles_differ || sigs_differ {
                 MPI_ERR_TYPE
             } else {
                 MPI_ERR_COUNT

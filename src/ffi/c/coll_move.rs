@@ -254,8 +254,15 @@ fn bcast_plan(buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, com
     } else {
         st.output(buffer, n, &t, "buffer")?
     };
+    // Count and type signature must agree on every rank (coll/agree.rs).
     let desc = Desc {
         bytes: (n as u64).wrapping_mul(t.size as u64),
+        op: agree::signature(t.handle) as u64,
+        dtype: if crate::datatype::predefined::lookup(t.handle).is_some() {
+            t.handle as u32 as u64
+        } else {
+            agree::ANY
+        },
         ..super::coll::move_desc("MPI_Bcast", Some(root as c_int))
     };
     Ok((
