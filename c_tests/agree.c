@@ -177,6 +177,28 @@ int main(int argc, char **argv) {
     expect(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_ERR_COUNT, "MPI_Iallreduce", "nonblocking");
     still_works();
     movement();
+
+    /* The info hint shmpi_check_args=false turns the check off on a duplicate (and on
+     * its duplicates): a count mismatch in a small Bcast then goes unnoticed. */
+    MPI_Info info;
+    MPI_Comm quiet, quiet2;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "shmpi_check_args", "maybe");
+    int rc2 = MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &quiet);
+    expect(rc2, MPI_ERR_INFO, "shmpi_check_args", "bad hint value");
+    MPI_Info_set(info, "shmpi_check_args", "false");
+    CHECK(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &quiet) == MPI_SUCCESS, "dup_with_info");
+    MPI_Info_free(&info);
+    MPI_Comm_set_errhandler(quiet, MPI_ERRORS_RETURN);
+    MPI_Comm_dup(quiet, &quiet2);
+    int vals[4] = {7, 8, 9, 10};
+    CHECK(MPI_Bcast(vals, rank == 1 ? 3 : 2, MPI_INT, 0, quiet) == MPI_SUCCESS, "unchecked Bcast");
+    CHECK(MPI_Bcast(vals, rank == 1 ? 3 : 2, MPI_INT, 0, quiet2) == MPI_SUCCESS, "unchecked Bcast on a dup");
+    CHECK(vals[0] == 7 && vals[1] == 8, "unchecked Bcast data");
+    expect(MPI_Bcast(vals, rank == 1 ? 3 : 2, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_COUNT, "count=3", "checked again");
+    MPI_Comm_free(&quiet2);
+    MPI_Comm_free(&quiet);
+    still_works();
     int tot;
     MPI_Allreduce(&failures, &tot, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("agree: np=%d: %s\n", size, tot ? "FAILED" : "ok");

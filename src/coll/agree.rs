@@ -304,7 +304,23 @@ pub fn signature(h: i32) -> u32 {
     (family << 16) | p.size as u32
 }
 
+/// The kind number of a collective's name (MPI_Iallreduce is MPI_Allreduce's kind).
+#[inline]
 pub fn kind_of(name: &str) -> u16 {
+    // The hot names first, without a search (this runs on every collective call).
+    match name {
+        "MPI_Allreduce" => 4,
+        "MPI_Reduce" => 3,
+        "MPI_Bcast" => 2,
+        "MPI_Barrier" => 1,
+        _ => kind_search(name),
+    }
+}
+
+fn kind_search(name: &str) -> u16 {
+    if let Some(k) = NAMES.iter().position(|k| *k == name) {
+        return k as u16;
+    }
     let base = name
         .strip_prefix("MPI_I")
         .map(|r| format!("MPI_{}", upper_first(r)));
@@ -628,6 +644,18 @@ mod tests {
         let back = Flows::decode(&buf, 3);
         assert_eq!(back.send, all[1].send);
         assert_eq!(back.recv, all[1].recv);
+    }
+
+    #[test]
+    fn kind_numbers_follow_the_names() {
+        for (k, name) in NAMES.iter().enumerate().skip(1) {
+            assert_eq!(kind_of(name) as usize, k, "{name}");
+        }
+        assert_eq!(kind_of("MPI_Iallreduce"), kind_of("MPI_Allreduce"));
+        assert_eq!(kind_of("MPI_Ialltoallw"), kind_of("MPI_Alltoallw"));
+        assert_eq!(KIND_BCAST, kind_of("MPI_Bcast"));
+        assert!(is_movement(kind_of("MPI_Gather")) && is_movement(kind_of("MPI_Alltoallw")));
+        assert!(!is_movement(kind_of("MPI_Bcast")) && !is_movement(KIND_COMM_CTOR));
     }
 
     #[test]

@@ -80,21 +80,29 @@ impl<'a> Chan<'a> {
     /// also checks that the members agree on its arguments (agree.rs).
     pub async fn step(&self) -> MpiResult<u64> {
         let pending = self.comm.desc.lock().unwrap().take();
-        let (s, p) = self.next_step();
-        self.sync(pending.as_ref().map(|d| agree::pack(d.desc.encode())))
+        let (s, _) = self.next_step();
+        let flows_disagree = self
+            .sync(pending.as_ref().map(|d| agree::pack(d.desc.encode())))
             .await?;
-        if let Some(pd) = pending {
-            if self.check_agreement(p)? {
-                self.check_flows(pd.flows).await?;
-            }
+        if flows_disagree {
+            self.check_flows(pending.and_then(|d| d.flows)).await?;
         }
         Ok(s)
     }
 
-    /// One step of the channel protocol (shm/proto.rs), publishing `desc` with it.
-    async fn sync(&self, desc: Option<[u64; 3]>) -> MpiResult<u64> {
+    /// One step of the channel protocol (shm/proto.rs), publishing `desc` with it and
+    /// then comparing every member's descriptor with member 0's. True: the members'
+    /// flow sums (a data-movement collective) do not add up, see `check_flows`.
+    async fn sync(&self, desc: Option<[u64; 3]>) -> MpiResult<bool> {
         let s = self.comm.step.fetch_add(1, Ordering::Relaxed) + 1;
         let a = &self.job.arena;
+        let check = desc.map(|_| Check {
+            p: (s % 2) as usize,
+            d0: [0; 3],
+            mask: u64::MAX,
+            flow: 0,
+            err: None,
+        });
         self.ctl().arrive(a, self.me, s, desc);
         a.note_step(self.job.rank, s);
         notify_all(
@@ -107,33 +115,9 @@ impl<'a> Chan<'a> {
             ch: self,
             s,
             first: 0,
+            check,
         }
         .await
-    }
-
-    /// Compares every member's descriptor of this step with member 0's. Ok(true): the
-    /// flow sums of a data-movement collective do not add up, see `check_flows`.
-    fn check_agreement(&self, p: usize) -> MpiResult<bool> {
-        let a = &self.job.arena;
-        let ctl = self.ctl();
-        let read = |i: usize| agree::unpack(ctl.desc(a, i, p));
-        let d0 = read(0);
-        for i in 1..self.n {
-            let di = read(i);
-            if di != d0 {
-                let size_of = |h: i32| crate::datatype::info(h).map_or(0, |x| x.0);
-                if let Some(e) = agree::Desc::disagreement(0, d0, i, di, size_of) {
-                    return Err(e);
-                }
-            }
-        }
-        if agree::is_movement((d0[0] >> 48) as u16) {
-            let sum = (0..self.n).fold(0u32, |h, i| {
-                h.wrapping_add((ctl.desc(a, i, p)[1] >> 32) as u32)
-            });
-            return Ok(sum != 0);
-        }
-        Ok(false)
     }
 
     /// The slow path of the pairwise check: every member publishes its flows in its
@@ -206,17 +190,60 @@ struct AllArrived<'a, 'b> {
     ch: &'a Chan<'b>,
     s: u64,
     first: usize,
+    check: Option<Check>,
+}
+
+/// The agreement check of a first step, done while waiting: each member's descriptor
+/// is read as soon as its counter shows it arrived (the same cache line, so the check
+/// costs no extra cache miss), and compared with member 0's.
+struct Check {
+    p: usize,
+    d0: [u64; 3],
+    /// Member 0's descriptor words compared raw (the flow sum of a data-movement
+    /// collective is left out: it differs between members).
+    mask: u64,
+    flow: u32,
+    err: Option<crate::error::MpiError>,
+}
+
+impl Check {
+    fn seen(&mut self, i: usize, d: [u64; 3]) {
+        self.flow = self.flow.wrapping_add((d[1] >> 32) as u32);
+        if i == 0 {
+            self.d0 = d;
+            if agree::is_movement((d[0] >> 48) as u16) {
+                self.mask = 0xffff_ffff;
+            }
+        } else if self.err.is_none()
+            && (d[0] != self.d0[0] || d[2] != self.d0[2] || (d[1] ^ self.d0[1]) & self.mask != 0)
+        {
+            let size_of = |h: i32| crate::datatype::info(h).map_or(0, |x| x.0);
+            self.err =
+                agree::Desc::disagreement(0, agree::unpack(self.d0), i, agree::unpack(d), size_of);
+        }
+    }
 }
 
 impl Future for AllArrived<'_, '_> {
-    type Output = MpiResult<u64>;
+    type Output = MpiResult<bool>;
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
         let (n, s) = (self.ch.n, self.s);
         let ctl = self.ch.ctl();
-        if ctl.arrived(&self.ch.job.arena, n, s, &mut self.first) {
-            Poll::Ready(Ok(s))
-        } else {
-            Poll::Pending
+        let a = &self.ch.job.arena;
+        let this = &mut *self;
+        let done = match &mut this.check {
+            None => ctl.arrived(a, n, s, &mut this.first),
+            Some(c) => {
+                ctl.arrived_then(a, n, s, &mut this.first, |i| c.seen(i, ctl.desc(a, i, c.p)))
+            }
+        };
+        if !done {
+            return Poll::Pending;
+        }
+        match this.check.take() {
+            Some(Check { err: Some(e), .. }) => Poll::Ready(Err(e)),
+            Some(c) => Poll::Ready(Ok(c.mask != u64::MAX && c.flow != 0)),
+            None => Poll::Ready(Ok(false)),
         }
     }
 }

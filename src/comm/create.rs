@@ -117,6 +117,11 @@ pub fn dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
     }
     let c = split(parent, 0, parent.rank as i32)?.expect("colour 0");
     attr::copy_all(parent, &c)?;
+    // A duplicate keeps the parent's hints.
+    c.check_args.store(
+        parent.check_args.load(std::sync::atomic::Ordering::Relaxed),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     Ok(c)
 }
 

@@ -10,7 +10,7 @@ pub mod inter;
 
 use crate::abi::*;
 use crate::error::{err, MpiResult};
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 pub struct Comm {
@@ -40,6 +40,10 @@ pub struct Comm {
     /// The argument descriptor of the collective whose turn it is, published with its
     /// first step (coll/agree.rs).
     pub desc: Mutex<Option<crate::coll::agree::Pending>>,
+    /// Whether this communicator's collectives check argument agreement (the
+    /// "shmpi_check_args" info hint of MPI_Comm_dup_with_info; SHMPI_CHECK_ARGS=0 turns
+    /// it off everywhere).
+    pub check_args: AtomicBool,
     /// The members of the collective channel, as world ranks: the group for an
     /// intracommunicator; for an intercommunicator both groups, group "A" (the one
     /// whose leader has the smaller world rank) first.
@@ -81,9 +85,16 @@ impl Comm {
         desc: crate::coll::agree::Desc,
         flows: Option<Box<crate::coll::agree::Flows>>,
     ) {
-        if crate::coll::agree::enabled() && self.remote.is_none() {
+        if self.checks_args() {
             *self.desc.lock().unwrap() = Some(crate::coll::agree::Pending { desc, flows });
         }
+    }
+
+    /// Whether collectives on this communicator check argument agreement.
+    pub fn checks_args(&self) -> bool {
+        crate::coll::agree::enabled()
+            && self.remote.is_none()
+            && self.check_args.load(Ordering::Relaxed)
     }
 
     /// Channel index of local rank `r`.
@@ -168,6 +179,7 @@ impl Comm {
             coll_ticket: AtomicU64::new(0),
             coll_serving: AtomicU64::new(0),
             desc: Mutex::new(None),
+            check_args: AtomicBool::new(true),
         }
     }
 }

@@ -284,7 +284,23 @@ impl ChanCtl {
     /// Advances `first` past the members (of `n`) whose counter reached `s`; true once
     /// all have, after which the step's parity-`s % 2` buffers may be read.
     pub fn arrived<S: Shared + ?Sized>(&self, sh: &S, n: usize, s: u64, first: &mut usize) -> bool {
+        self.arrived_then(sh, n, s, first, |_| {})
+    }
+
+    /// As [`ChanCtl::arrived`], calling `seen(i)` as soon as member `i` is seen to have
+    /// arrived (in member order), when its descriptor may already be read: it shares
+    /// the counter's cache line, which the member will not write again before this one
+    /// arrives at the next step.
+    pub fn arrived_then<S: Shared + ?Sized>(
+        &self,
+        sh: &S,
+        n: usize,
+        s: u64,
+        first: &mut usize,
+        mut seen: impl FnMut(usize),
+    ) -> bool {
         while *first < n && sh.w64(self.counter(*first)).load(Ordering::Acquire) >= s {
+            seen(*first);
             *first += 1;
         }
         *first == n

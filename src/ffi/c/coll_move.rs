@@ -115,7 +115,7 @@ fn one_end(count: c_int, dt: i32, arg: Arg) -> FlowEnd {
 
 /// The flows of a collective on an intracommunicator when agreement is checked.
 fn flows_of(c: &Comm, make: impl FnOnce(usize, usize) -> Flows) -> Option<Box<Flows>> {
-    (agree::enabled() && !c.is_inter()).then(|| Box::new(make(c.size(), c.rank)))
+    c.checks_args().then(|| Box::new(make(c.size(), c.rank)))
 }
 
 /// Adds the descriptor of data-movement collective `kind` with its flows to a plan.
