@@ -3,7 +3,7 @@ PREFIX ?= $(CURDIR)/build
 CARGO  ?= cargo
 LIB     = target/release/libshmpi.so
 
-.PHONY: all build deps demo test test-rust test-c bench bench-overlap clean install-tree install-fortran fuzz sanitize
+.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree clean install-tree install-fortran fuzz sanitize
 
 all: build
 
@@ -57,7 +57,7 @@ demo: deps build
 # mpiexec (also built with MPICH and run on MPICH), then the clients in clients/LIST
 # (rsmpi, mpi4py, CMake, PMPI). The last line is the C suite's `N passed, N failed`.
 test: deps build
-	$(CARGO) test --release -q --lib --bins --test abi_header --test launcher --test failures --test fuzz
+	$(CARGO) test --release -q --lib --bins --test abi_header --test launcher --test failures --test fuzz --test loom
 	tests/sanitize/run.sh quick
 	$(CARGO) test --release --test c_suite
 
@@ -80,6 +80,12 @@ bench: deps build
 	  { if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-matplotlib >/dev/null; } || echo "bench: matplotlib unavailable, no plot"
 	python3 bench/run.py
+
+# What the collective argument-agreement check costs: 8-byte MPI_Allreduce at np 2 and 4
+# with and without it, alternating in one run (bench/agreebench.c) and across whole runs
+# with SHMPI_CHECK_ARGS=1 and =0 (about 2 minutes; see agree_bench() in bench/run.py).
+bench-agree: build
+	python3 bench/run.py --agree
 
 # Overlap of MPI_Iallreduce with computation, shmpi vs MPICH vs Open MPI (np 2 and 4).
 bench-overlap: deps build

@@ -13,6 +13,8 @@ reduce_local at np 1, then writes:
 Environment: BENCH_QUICK=1 for a ~2 minute subset; BENCH_NP="2 4" to pick the
 process counts; BENCH_OUT=dir to write the outputs elsewhere.
 `bench/run.py --plot-only` redraws latency.png from an existing results.csv.
+`bench/run.py --agree` (make bench-agree) measures what the collective argument
+agreement check costs: see agree_bench().
 """
 import datetime
 import os
@@ -431,8 +433,95 @@ def plot_only():
     plot(lat, os.path.join(OUTDIR, "latency.png"))
 
 
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def agree_bench():
+    """The cost of the argument-agreement check on the 8-byte MPI_Allreduce of
+    shmpi at np 2 and 4 (BENCH_NP to change), measured two ways:
+
+    1. In one run (bench/agreebench.c): two duplicates of MPI_COMM_WORLD, one
+       checking (the default), one not (info hint shmpi_check_args=false);
+       batches alternate between them in ABBA order and the median of the
+       per-pair ratios is the overhead. Repeated BENCH_AGREE_RUNS (5) times;
+       the median over runs is reported.
+    2. End to end, as a cross-check: whole collbench runs with
+       SHMPI_CHECK_ARGS=1 and =0 alternating, BENCH_AGREE_REPS (11) pairs; per
+       run the best of 15 batches (the median is hostage to the machine's load),
+       then the median of the per-pair ratios.
+    """
+    runs = int(os.environ.get("BENCH_AGREE_RUNS", "5"))
+    reps = int(os.environ.get("BENCH_AGREE_REPS", "11"))
+    nps = [int(x) for x in os.environ.get("BENCH_NP", "2 4").split()]
+    os.makedirs(BUILD, exist_ok=True)
+    exes = {}
+    for prog in ("agreebench", "collbench"):
+        exes[prog] = os.path.join(BUILD, prog + ".shmpi")
+        cmd = CC["shmpi"] + ["-std=c99", "-D_POSIX_C_SOURCE=200809L", "-O2", "-Wall",
+                             "-Wextra", "-Werror", "-o", exes[prog],
+                             os.path.join(BENCH, prog + ".c")]
+        subprocess.run(cmd, check=True)
+    start = datetime.datetime.now(datetime.timezone.utc)
+    load0 = os.getloadavg()[0]
+    rows = []
+    for np_ in nps:
+        # 1. In-process A/B.
+        ab = []
+        for r in range(runs):
+            out, status = run(launcher("shmpi", np_) + [exes["agreebench"]], {}, 300)
+            v = [l.split() for l in out.splitlines() if l.startswith("AGREE ")]
+            if status != "ok" or not v:
+                sys.exit(f"bench-agree: agreebench np {np_}: {status}")
+            on, off, ratio = float(v[0][2]), float(v[0][3]), float(v[0][4])
+            ab.append((on, off, ratio))
+            log(f"np {np_} A/B run {r + 1}/{runs}: on {on:.3f} us, off {off:.3f} us, "
+                f"ratio {ratio:.4f}")
+        # 2. Whole runs with SHMPI_CHECK_ARGS=1 / 0.
+        ratios, best = [], {"1": [], "0": []}
+        for r in range(reps):
+            got = {}
+            for mode in (("1", "0") if r % 2 == 0 else ("0", "1")):
+                out, status = run(launcher("shmpi", np_) +
+                                  [exes["collbench"], "-l", "shmpi", "-o", "allreduce",
+                                   "-s", "8", "-t", "0.45", "-b", "15"],
+                                  {"SHMPI_CHECK_ARGS": mode}, 120)
+                v = [float(l.split()[6]) for l in out.splitlines()
+                     if l.startswith("RESULT ")]
+                if status != "ok" or not v:
+                    sys.exit(f"bench-agree: np {np_} SHMPI_CHECK_ARGS={mode}: {status}")
+                got[mode] = v[0]
+                best[mode].append(v[0])
+            ratios.append(got["1"] / got["0"])
+            log(f"np {np_} env pair {r + 1}/{reps}: best batch {got['1']:.3f} us with "
+                f"the check, {got['0']:.3f} us without")
+        rows.append((np_, median([x[0] for x in ab]), median([x[1] for x in ab]),
+                     median([x[2] for x in ab]), min(x[2] for x in ab),
+                     max(x[2] for x in ab), median(best["1"]), median(best["0"]),
+                     median(ratios)))
+    load1 = os.getloadavg()[0]
+    print(f"\n8-byte MPI_Allreduce (MPI_DOUBLE, MPI_SUM), shmpi, with and without the "
+          f"argument-agreement check ({start:%Y-%m-%d %H:%M} UTC, load "
+          f"{load0:.1f}/{load1:.1f} on {os.cpu_count()} CPUs).\n")
+    print(f"| np | A/B in one run: on | off | on/off (median of {runs} runs) | range "
+          f"| SHMPI_CHECK_ARGS=1 | =0 | on/off ({reps} pairs) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for np_, a, b, m, lo, hi, c, d, e in rows:
+        print(f"| {np_} | {a:.3f} µs | {b:.3f} µs | {m:.3f} ({100 * (m - 1):+.1f}%) "
+              f"| {lo:.3f}-{hi:.3f} | {c:.3f} µs | {d:.3f} µs | {e:.3f} "
+              f"({100 * (e - 1):+.1f}%) |")
+    for np_, _, _, m, _, _, _, _, e in rows:
+        if np_ == 4:
+            print(f"\nnp 4: the check costs {100 * (m - 1):+.1f}% (A/B in one run), "
+                  f"{100 * (e - 1):+.1f}% (whole runs); the budget is 5%.")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--plot-only"]:
         plot_only()
+    elif sys.argv[1:] == ["--agree"]:
+        agree_bench()
     else:
         main()

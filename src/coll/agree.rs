@@ -5,6 +5,20 @@
 //! at the same step and return the same error (naming both ranks and both values), and
 //! the communicator stays usable. Costs four stores and 4n loads per collective, no
 //! extra synchronisation. `SHMPI_CHECK_ARGS=0` turns it off.
+//!
+//! The data-movement collectives (Gather(v), Scatter(v), Allgather(v), Alltoall(v, w))
+//! must agree pair by pair: what rank i sends to rank j (count x type size, and the
+//! type signature) is what j expects from i. Each member describes its side of every
+//! pair as [`Flows`] and publishes, in the descriptor's op field, a 32-bit sum: plus a
+//! hash of (i, j, bytes, signature) for every non-empty piece it sends, minus the same
+//! hash for every piece it expects. The members' sums add up to zero when every pair
+//! agrees, so the common case costs no extra step. Otherwise (every member sees the
+//! same nonzero total) the members publish their whole [`Flows`] in their slots in one
+//! extra step, find the first disagreeing pair in the same canonical order, and all
+//! return the same error, e.g. "rank 0 expects 40 bytes from rank 2 (recvcounts[2]=10
+//! MPI_INT) but rank 2 sends 48 bytes (sendcount=12 MPI_INT)". A nonzero total with no
+//! real disagreement (a piece typed MPI_BYTE on one side and MPI_INT on the other: the
+//! signatures match, the hashes do not) costs one more step and is not an error.
 use crate::abi::*;
 use crate::error::{err, MpiError};
 use std::sync::OnceLock;
@@ -50,7 +64,263 @@ pub const NAMES: &[&str] = &[
 /// The kind of the communicator constructors (one collective step of their own).
 pub const KIND_COMM_CTOR: u16 = 18;
 
+/// The kind of MPI_Bcast (its op field carries the datatype's element signature).
+pub const KIND_BCAST: u16 = 2;
+
+/// Whether collective `kind` moves data pair by pair (its op field carries the flow sum).
+pub fn is_movement(kind: u16) -> bool {
+    (9..=17).contains(&kind)
+}
+
+/// What a member publishes with the first step of a collective.
+pub struct Pending {
+    pub desc: Desc,
+    pub flows: Option<Box<Flows>>,
+}
+
+/// Which argument gave a piece's count (for messages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum Arg {
+    #[default]
+    SendCount = 0,
+    SendCounts = 1,
+    RecvCount = 2,
+    RecvCounts = 3,
+}
+
+/// One member's side of one pair: what it sends to or expects from a peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct FlowEnd {
+    pub bytes: u64,
+    pub count: u64,
+    /// The datatype, if predefined (for messages), else 0.
+    pub dtype: i32,
+    /// The element signature ([`signature`]); 0 matches any.
+    pub sig: u32,
+    /// The argument the count comes from, its index (for the array ones), and whether
+    /// the piece is sent in place (from the receive buffer).
+    pub arg: Arg,
+    pub idx: u32,
+    pub in_place: bool,
+}
+
+impl FlowEnd {
+    /// `count` instances of `t` with signature `sig`, from `arg[idx]`.
+    pub fn new(
+        count: usize,
+        t: &crate::ffi::check::TypeInfo,
+        sig: u32,
+        arg: Arg,
+        idx: usize,
+    ) -> FlowEnd {
+        let predefined = crate::datatype::predefined::lookup(t.handle).is_some();
+        FlowEnd {
+            bytes: (count as u64).wrapping_mul(t.size as u64),
+            count: count as u64,
+            dtype: if predefined { t.handle } else { 0 },
+            sig,
+            arg,
+            idx: idx as u32,
+            in_place: false,
+        }
+    }
+
+    fn encode(&self) -> [u8; 32] {
+        let mut b = [0u8; 32];
+        b[0..8].copy_from_slice(&self.bytes.to_le_bytes());
+        b[8..16].copy_from_slice(&self.count.to_le_bytes());
+        b[16..20].copy_from_slice(&self.dtype.to_le_bytes());
+        b[20..24].copy_from_slice(&self.sig.to_le_bytes());
+        b[24] = self.arg as u8;
+        b[25] = self.in_place as u8;
+        b[28..32].copy_from_slice(&self.idx.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> FlowEnd {
+        let u64_ = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+        let u32_ = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+        FlowEnd {
+            bytes: u64_(0),
+            count: u64_(8),
+            dtype: u32_(16) as i32,
+            sig: u32_(20),
+            arg: match b[24] {
+                1 => Arg::SendCounts,
+                2 => Arg::RecvCount,
+                3 => Arg::RecvCounts,
+                _ => Arg::SendCount,
+            },
+            in_place: b[25] != 0,
+            idx: u32_(28),
+        }
+    }
+
+    /// "recvcounts[2]=10 MPI_INT".
+    fn describe(&self) -> String {
+        let arg = match self.arg {
+            Arg::SendCount => "sendcount".to_string(),
+            Arg::SendCounts => format!("sendcounts[{}]", self.idx),
+            Arg::RecvCount => "recvcount".to_string(),
+            Arg::RecvCounts => format!("recvcounts[{}]", self.idx),
+        };
+        let tname = if self.dtype != 0 {
+            crate::datatype::predefined::name_of(self.dtype)
+        } else {
+            "of a derived datatype".to_string()
+        };
+        let note = if self.in_place { ", MPI_IN_PLACE" } else { "" };
+        format!("{arg}={} {tname}{note}", self.count)
+    }
+}
+
+/// One member's sides of every pair of a data-movement collective, by peer: `send[j]`
+/// what it sends to j, `recv[i]` what it expects from i (zero bytes: nothing).
+#[derive(Clone, Debug, Default)]
+pub struct Flows {
+    pub send: Vec<FlowEnd>,
+    pub recv: Vec<FlowEnd>,
+}
+
+fn mix(src: usize, dst: usize, bytes: u64, sig: u32) -> u32 {
+    // splitmix64's finaliser over the pair, the length and the signature.
+    let mut z = ((src as u64) << 40 ^ (dst as u64) << 16 ^ sig as u64)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        ^ bytes.wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) as u32
+}
+
+impl Flows {
+    /// Empty sides for `n` peers.
+    pub fn new(n: usize) -> Flows {
+        Flows {
+            send: vec![FlowEnd::default(); n],
+            recv: vec![FlowEnd::default(); n],
+        }
+    }
+
+    /// Member `me`'s share of the flow sum (see the module comment).
+    pub fn sum(&self, me: usize) -> u32 {
+        let mut h = 0u32;
+        for (j, e) in self.send.iter().enumerate() {
+            if e.bytes > 0 {
+                h = h.wrapping_add(mix(me, j, e.bytes, e.sig));
+            }
+        }
+        for (i, e) in self.recv.iter().enumerate() {
+            if e.bytes > 0 {
+                h = h.wrapping_sub(mix(i, me, e.bytes, e.sig));
+            }
+        }
+        h
+    }
+
+    /// Bytes [`Flows::encode`] writes for `n` peers.
+    pub fn encoded_len(n: usize) -> usize {
+        64 * n
+    }
+
+    pub fn encode(&self, out: &mut [u8]) {
+        for (k, e) in self.send.iter().chain(self.recv.iter()).enumerate() {
+            out[32 * k..32 * k + 32].copy_from_slice(&e.encode());
+        }
+    }
+
+    pub fn decode(b: &[u8], n: usize) -> Flows {
+        let e = |k: usize| FlowEnd::decode(&b[32 * k..32 * k + 32]);
+        Flows {
+            send: (0..n).map(e).collect(),
+            recv: (n..2 * n).map(e).collect(),
+        }
+    }
+
+    /// The first pair (receiver i, then sender j, ascending) on which the members'
+    /// flows (`all[i]` is member i's) disagree, as the error every member returns.
+    pub fn disagreement(all: &[Flows]) -> Option<MpiError> {
+        let what = |e: &FlowEnd| {
+            if e.bytes == 0 {
+                ("nothing".to_string(), String::new())
+            } else {
+                (format!("{} bytes", e.bytes), format!(" ({})", e.describe()))
+            }
+        };
+        for i in 0..all.len() {
+            for (j, fj) in all.iter().enumerate() {
+                let (r, s) = (all[i].recv[j], fj.send[i]);
+                if r.bytes == 0 && s.bytes == 0 {
+                    continue;
+                }
+                let (from, sender) = if i == j {
+                    ("itself".to_string(), "it".to_string())
+                } else {
+                    (format!("rank {j}"), format!("rank {j}"))
+                };
+                if r.bytes != s.bytes {
+                    let ((rb, rd), (sb, sd)) = (what(&r), what(&s));
+                    return Some(err(
+                        MPI_ERR_TRUNCATE,
+                        format!(
+                            "rank {i} expects {rb} from {from}{rd} but {sender} sends {sb}{sd}"
+                        ),
+                    ));
+                }
+                if r.sig != 0 && s.sig != 0 && r.sig != s.sig {
+                    return Some(err(
+                        MPI_ERR_TYPE,
+                        format!(
+                            "rank {i} expects {} from {from} but {sender} sends {}: the type signatures differ",
+                            r.describe(),
+                            s.describe()
+                        ),
+                    ));
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The element signature of datatype `h` for pairwise matching: the kind and size of
+/// its basic elements when they are all of one predefined numeric type, else 0 (an
+/// untyped MPI_BYTE, MPI_PACKED, MPI_CHAR piece, a pair type or a mixed struct matches
+/// anything).
+pub fn signature(h: i32) -> u32 {
+    use crate::datatype::predefined::{lookup, Elem};
+    let Some((b, _)) = crate::datatype::basic_elem(h) else {
+        return 0;
+    };
+    let Some(p) = lookup(b) else { return 0 };
+    let family = match p.elem {
+        Elem::I8 | Elem::I16 | Elem::I32 | Elem::I64 => 1,
+        Elem::U8 | Elem::U16 | Elem::U32 | Elem::U64 => 1,
+        Elem::F16 | Elem::F32 | Elem::F64 | Elem::LongDouble | Elem::Float128 => 2,
+        Elem::ComplexF32 | Elem::ComplexF64 | Elem::ComplexLongDouble | Elem::ComplexFloat128 => 3,
+        Elem::CBool | Elem::FLogical => 4,
+        _ => return 0,
+    };
+    (family << 16) | p.size as u32
+}
+
+/// The kind number of a collective's name (MPI_Iallreduce is MPI_Allreduce's kind).
+#[inline]
 pub fn kind_of(name: &str) -> u16 {
+    // The hot names first, without a search (this runs on every collective call).
+    match name {
+        "MPI_Allreduce" => 4,
+        "MPI_Reduce" => 3,
+        "MPI_Bcast" => 2,
+        "MPI_Barrier" => 1,
+        _ => kind_search(name),
+    }
+}
+
+fn kind_search(name: &str) -> u16 {
+    if let Some(k) = NAMES.iter().position(|k| *k == name) {
+        return k as u16;
+    }
     let base = name
         .strip_prefix("MPI_I")
         .map(|r| format!("MPI_{}", upper_first(r)));
@@ -168,7 +438,14 @@ impl Desc {
                 ));
             }
         }
-        if x[1] != ANY && y[1] != ANY && x[1] != y[1] {
+        // (A data-movement collective's op field is its flow sum, compared elsewhere.)
+        // MPI_Bcast's op field is the element signature of its datatype (0: untyped),
+        // compared instead of the handle: MPI_INT and MPI_INT32_T, or MPI_BYTE and
+        // anything, agree.
+        let bcast = kx == KIND_BCAST as usize;
+        let sig = |w: [u64; 5]| if w[1] == ANY { 0 } else { w[1] as u32 };
+        let sigs_differ = bcast && sig(x) != 0 && sig(y) != 0 && sig(x) != sig(y);
+        if !is_movement(kx as u16) && !bcast && x[1] != ANY && y[1] != ANY && x[1] != y[1] {
             return Some(err(
                 MPI_ERR_OP,
                 format!(
@@ -182,7 +459,8 @@ impl Desc {
             return Some(err(MPI_ERR_NOT_SAME, format!("rank {a} and rank {b} passed different recvcounts (they must be identical on every rank)")));
         }
         let tname = |d: u64| crate::datatype::predefined::name_of(d as u32 as i32);
-        if x[3] != y[3] || (x[2] != ANY && y[2] != ANY && x[2] != y[2]) {
+        let handles_differ = !bcast && x[2] != ANY && y[2] != ANY && x[2] != y[2];
+        if x[3] != y[3] || handles_differ || sigs_differ {
             let count = |w: [u64; 5]| {
                 let s = if w[2] == ANY {
                     0
@@ -202,7 +480,7 @@ impl Desc {
                     format!("count={} {}", count(w), tname(w[2]))
                 }
             };
-            let class = if x[2] != y[2] {
+            let class = if handles_differ || sigs_differ {
                 MPI_ERR_TYPE
             } else {
                 MPI_ERR_COUNT
@@ -304,5 +582,88 @@ mod tests {
             MPI_ERR_NOT_SAME
         );
         assert!(Desc::disagreement(0, a, 1, a, size).is_none());
+    }
+
+    fn end(bytes: u64, sig: u32, arg: Arg, idx: usize) -> FlowEnd {
+        FlowEnd {
+            bytes,
+            count: bytes / 4,
+            dtype: MPI_INT,
+            sig,
+            arg,
+            idx: idx as u32,
+            in_place: false,
+        }
+    }
+
+    /// An alltoallv among 3 members: member i sends 4*(i+j+1) bytes to j.
+    fn alltoallv(sig_of: impl Fn(usize, usize) -> u32) -> Vec<Flows> {
+        (0..3)
+            .map(|me| Flows {
+                send: (0..3)
+                    .map(|j| end(4 * (me + j + 1) as u64, sig_of(me, j), Arg::SendCounts, j))
+                    .collect(),
+                recv: (0..3)
+                    .map(|i| end(4 * (i + me + 1) as u64, sig_of(i, me), Arg::RecvCounts, i))
+                    .collect(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn flow_sums_cancel_exactly_when_pairs_agree() {
+        let all = alltoallv(|_, _| 7);
+        let total = |all: &[Flows]| (0..3).fold(0u32, |h, i| h.wrapping_add(all[i].sum(i)));
+        assert_eq!(total(&all), 0);
+        assert!(Flows::disagreement(&all).is_none());
+        // Member 2 expects 4 bytes more from member 0.
+        let mut bad = all.clone();
+        bad[2].recv[0].bytes += 4;
+        bad[2].recv[0].count += 1;
+        assert_ne!(total(&bad), 0);
+        let e = Flows::disagreement(&bad).unwrap();
+        assert_eq!(e.class, MPI_ERR_TRUNCATE);
+        assert_eq!(
+            e.msg,
+            "rank 2 expects 16 bytes from rank 0 (recvcounts[0]=4 MPI_INT) but rank 0 sends 12 bytes (sendcounts[2]=3 MPI_INT)"
+        );
+        // Same bytes, another element type: MPI_ERR_TYPE; an untyped side matches.
+        let mut ty = all.clone();
+        ty[1].recv[0].sig = 9;
+        assert_ne!(total(&ty), 0);
+        assert_eq!(Flows::disagreement(&ty).unwrap().class, MPI_ERR_TYPE);
+        ty[1].recv[0].sig = 0;
+        assert!(Flows::disagreement(&ty).is_none());
+    }
+
+    #[test]
+    fn flows_survive_the_slot_encoding() {
+        let all = alltoallv(|i, j| (i * 3 + j) as u32);
+        let mut buf = vec![0u8; Flows::encoded_len(3)];
+        all[1].encode(&mut buf);
+        let back = Flows::decode(&buf, 3);
+        assert_eq!(back.send, all[1].send);
+        assert_eq!(back.recv, all[1].recv);
+    }
+
+    #[test]
+    fn kind_numbers_follow_the_names() {
+        for (k, name) in NAMES.iter().enumerate().skip(1) {
+            assert_eq!(kind_of(name) as usize, k, "{name}");
+        }
+        assert_eq!(kind_of("MPI_Iallreduce"), kind_of("MPI_Allreduce"));
+        assert_eq!(kind_of("MPI_Ialltoallw"), kind_of("MPI_Alltoallw"));
+        assert_eq!(KIND_BCAST, kind_of("MPI_Bcast"));
+        assert!(is_movement(kind_of("MPI_Gather")) && is_movement(kind_of("MPI_Alltoallw")));
+        assert!(!is_movement(kind_of("MPI_Bcast")) && !is_movement(KIND_COMM_CTOR));
+    }
+
+    #[test]
+    fn signatures_group_element_kinds() {
+        assert_eq!(signature(MPI_INT), signature(MPI_INT32_T));
+        assert_ne!(signature(MPI_INT), signature(MPI_FLOAT));
+        assert_ne!(signature(MPI_INT), signature(MPI_LONG_LONG));
+        assert_eq!(signature(MPI_BYTE), 0);
+        assert_eq!(signature(MPI_PACKED), 0);
     }
 }

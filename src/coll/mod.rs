@@ -21,7 +21,8 @@ pub mod reduce;
 use crate::comm::Comm;
 use crate::error::MpiResult;
 use crate::runtime::Job;
-use crate::shm::wait::{notify, Backoff};
+use crate::shm::proto::ChanCtl;
+use crate::shm::wait::{notify_all, Backoff};
 use std::future::Future;
 use std::pin::{pin, Pin};
 use std::sync::atomic::Ordering;
@@ -67,70 +68,76 @@ impl<'a> Chan<'a> {
         self.job.arena.lay.chan_args(self.comm.ctx, i)
     }
 
-    fn counter(&self, i: usize) -> &std::sync::atomic::AtomicU64 {
-        self.job
-            .arena
-            .u64_at(self.job.arena.lay.chan_counter(self.comm.ctx, i))
+    /// The channel's control words (their protocol: shm/proto.rs).
+    fn ctl(&self) -> ChanCtl {
+        self.job.arena.lay.chan_ctl(self.comm.ctx)
     }
 
     /// Arrives at the next step; completes when every member has arrived. Never
     /// blocks: a collective is an `async fn` whose steps are these awaits, so the same
     /// code runs to completion in place (blocking calls, [`block_on`]) or is polled by
-    /// the progress engine (nonblocking calls, [`nb`]).
+    /// the progress engine (nonblocking calls, [`nb`]). The first step of a collective
+    /// also checks that the members agree on its arguments (agree.rs).
     pub async fn step(&self) -> MpiResult<u64> {
+        let pending = self.comm.desc.lock().unwrap().take();
+        let (s, _) = self.next_step();
+        let flows_disagree = self
+            .sync(pending.as_ref().map(|d| agree::pack(d.desc.encode())))
+            .await?;
+        if flows_disagree {
+            self.check_flows(pending.and_then(|d| d.flows)).await?;
+        }
+        Ok(s)
+    }
+
+    /// One step of the channel protocol (shm/proto.rs), publishing `desc` with it and
+    /// then comparing every member's descriptor with member 0's. True: the members'
+    /// flow sums (a data-movement collective) do not add up, see `check_flows`.
+    async fn sync(&self, desc: Option<[u64; 3]>) -> MpiResult<bool> {
         let s = self.comm.step.fetch_add(1, Ordering::Relaxed) + 1;
         let a = &self.job.arena;
-        // The first step of a collective carries its argument descriptor.
-        let desc = self.comm.desc.lock().unwrap().take();
-        let p = (s % 2) as usize;
-        if let Some(d) = desc {
-            for (k, w) in agree::pack(d.encode()).iter().enumerate() {
-                a.u64_at(a.lay.chan_desc(self.comm.ctx, self.me, p) + 8 * k)
-                    .store(*w, Ordering::Relaxed);
-            }
-        }
-        self.counter(self.me).store(s, Ordering::SeqCst);
+        let check = desc.map(|_| Check {
+            p: (s % 2) as usize,
+            d0: [0; 3],
+            mask: u64::MAX,
+            flow: 0,
+            err: None,
+        });
+        self.ctl().arrive(a, self.me, s, desc);
         a.note_step(self.job.rank, s);
-        for j in 0..self.n {
-            if j != self.me {
-                notify(a, self.comm.chan_members[j]);
-            }
-        }
-        let r = AllArrived {
+        notify_all(
+            a,
+            (0..self.n)
+                .filter(|&j| j != self.me)
+                .map(|j| self.comm.chan_members[j]),
+        );
+        AllArrived {
             ch: self,
             s,
             first: 0,
+            check,
         }
-        .await?;
-        if desc.is_some() {
-            self.check_agreement(p)?;
-        }
-        Ok(r)
+        .await
     }
 
-    /// Compares every member's descriptor of this step with member 0's.
-    fn check_agreement(&self, p: usize) -> MpiResult<()> {
-        let a = &self.job.arena;
-        let read = |i: usize| -> [u64; 5] {
-            let mut w = [0u64; 3];
-            for (k, x) in w.iter_mut().enumerate() {
-                *x = a
-                    .u64_at(a.lay.chan_desc(self.comm.ctx, i, p) + 8 * k)
-                    .load(Ordering::Relaxed);
-            }
-            agree::unpack(w)
-        };
-
-        let d0 = read(0);
-        for i in 1..self.n {
-            let di = read(i);
-            if di != d0 {
-                let size_of = |h: i32| crate::datatype::info(h).map_or(0, |x| x.0);
-                if let Some(e) = agree::Desc::disagreement(0, d0, i, di, size_of) {
-                    return Err(e);
-                }
-            }
+    /// The slow path of the pairwise check: every member publishes its flows in its
+    /// slot for one step and all find the same first disagreeing pair. If there is
+    /// none (the hashes differ but the signatures match), a second step restores the
+    /// parity the collective expects and it goes on.
+    async fn check_flows(&self, mine: Option<Box<agree::Flows>>) -> MpiResult<()> {
+        let n = self.n;
+        let len = agree::Flows::encoded_len(n);
+        let (_, p) = self.next_step();
+        let mine = mine.unwrap_or_else(|| Box::new(agree::Flows::new(n)));
+        mine.encode(self.slice_mut(self.slot(self.me, p), len));
+        self.sync(None).await?;
+        let all: Vec<agree::Flows> = (0..n)
+            .map(|i| agree::Flows::decode(self.slice(self.slot(i, p), len), n))
+            .collect();
+        if let Some(e) = agree::Flows::disagreement(&all) {
+            return Err(e);
         }
+        self.sync(None).await?;
         Ok(())
     }
 
@@ -183,19 +190,60 @@ struct AllArrived<'a, 'b> {
     ch: &'a Chan<'b>,
     s: u64,
     first: usize,
+    check: Option<Check>,
+}
+
+/// The agreement check of a first step, done while waiting: each member's descriptor
+/// is read as soon as its counter shows it arrived (the same cache line, so the check
+/// costs no extra cache miss), and compared with member 0's.
+struct Check {
+    p: usize,
+    d0: [u64; 3],
+    /// Member 0's descriptor words compared raw (the flow sum of a data-movement
+    /// collective is left out: it differs between members).
+    mask: u64,
+    flow: u32,
+    err: Option<crate::error::MpiError>,
+}
+
+impl Check {
+    fn seen(&mut self, i: usize, d: [u64; 3]) {
+        self.flow = self.flow.wrapping_add((d[1] >> 32) as u32);
+        if i == 0 {
+            self.d0 = d;
+            if agree::is_movement((d[0] >> 48) as u16) {
+                self.mask = 0xffff_ffff;
+            }
+        } else if self.err.is_none()
+            && (d[0] != self.d0[0] || d[2] != self.d0[2] || (d[1] ^ self.d0[1]) & self.mask != 0)
+        {
+            let size_of = |h: i32| crate::datatype::info(h).map_or(0, |x| x.0);
+            self.err =
+                agree::Desc::disagreement(0, agree::unpack(self.d0), i, agree::unpack(d), size_of);
+        }
+    }
 }
 
 impl Future for AllArrived<'_, '_> {
-    type Output = MpiResult<u64>;
+    type Output = MpiResult<bool>;
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
         let (n, s) = (self.ch.n, self.s);
-        while self.first < n && self.ch.counter(self.first).load(Ordering::SeqCst) >= s {
-            self.first += 1;
+        let ctl = self.ch.ctl();
+        let a = &self.ch.job.arena;
+        let this = &mut *self;
+        let done = match &mut this.check {
+            None => ctl.arrived(a, n, s, &mut this.first),
+            Some(c) => {
+                ctl.arrived_then(a, n, s, &mut this.first, |i| c.seen(i, ctl.desc(a, i, c.p)))
+            }
+        };
+        if !done {
+            return Poll::Pending;
         }
-        if self.first == n {
-            Poll::Ready(Ok(s))
-        } else {
-            Poll::Pending
+        match this.check.take() {
+            Some(Check { err: Some(e), .. }) => Poll::Ready(Err(e)),
+            Some(c) => Poll::Ready(Ok(c.mask != u64::MAX && c.flow != 0)),
+            None => Poll::Ready(Ok(false)),
         }
     }
 }

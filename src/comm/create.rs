@@ -120,6 +120,11 @@ pub fn dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
     // The topology comes along (MPI-3.1 7.4); every other constructor starts without.
     *c.topo.write().unwrap() = parent.topo.read().unwrap().clone();
     attr::copy_all(parent, &c)?;
+    // A duplicate keeps the parent's hints.
+    c.check_args.store(
+        parent.check_args.load(std::sync::atomic::Ordering::Relaxed),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     Ok(c)
 }
 

@@ -12,7 +12,7 @@ pub mod topo;
 
 use crate::abi::*;
 use crate::error::{err, MpiResult};
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 pub struct Comm {
@@ -41,7 +41,11 @@ pub struct Comm {
     pub coll_serving: AtomicU64,
     /// The argument descriptor of the collective whose turn it is, published with its
     /// first step (coll/agree.rs).
-    pub desc: Mutex<Option<crate::coll::agree::Desc>>,
+    pub desc: Mutex<Option<crate::coll::agree::Pending>>,
+    /// Whether this communicator's collectives check argument agreement (the
+    /// "shmpi_check_args" info hint of MPI_Comm_dup_with_info; SHMPI_CHECK_ARGS=0 turns
+    /// it off everywhere).
+    pub check_args: AtomicBool,
     /// The members of the collective channel, as world ranks: the group for an
     /// intracommunicator; for an intercommunicator both groups, group "A" (the one
     /// whose leader has the smaller world rank) first.
@@ -76,9 +80,25 @@ impl Comm {
 
     /// Sets the descriptor the current collective publishes with its first step.
     pub fn set_desc(&self, d: crate::coll::agree::Desc) {
-        if crate::coll::agree::enabled() && self.remote.is_none() {
-            *self.desc.lock().unwrap() = Some(d);
+        self.set_desc_flows(d, None)
+    }
+
+    /// As [`Comm::set_desc`], with the flows of a data-movement collective.
+    pub fn set_desc_flows(
+        &self,
+        desc: crate::coll::agree::Desc,
+        flows: Option<Box<crate::coll::agree::Flows>>,
+    ) {
+        if self.checks_args() {
+            *self.desc.lock().unwrap() = Some(crate::coll::agree::Pending { desc, flows });
         }
+    }
+
+    /// Whether collectives on this communicator check argument agreement.
+    pub fn checks_args(&self) -> bool {
+        crate::coll::agree::enabled()
+            && self.remote.is_none()
+            && self.check_args.load(Ordering::Relaxed)
     }
 
     /// Channel index of local rank `r`.
@@ -164,6 +184,7 @@ impl Comm {
             coll_serving: AtomicU64::new(0),
             desc: Mutex::new(None),
             topo: RwLock::new(None),
+            check_args: AtomicBool::new(true),
         }
     }
 }

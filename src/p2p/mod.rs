@@ -22,6 +22,7 @@ use crate::abi::*;
 use crate::comm::Comm;
 use crate::error::{err, MpiResult};
 use crate::runtime::Job;
+use crate::shm::proto::{Frame, Ring};
 use crate::shm::wait::{notify, Backoff};
 use crate::shm::{Arena, RING_HDR};
 pub use buf::UserBuf;
@@ -31,8 +32,6 @@ use std::sync::Mutex;
 
 const F_EAGER: u32 = 1;
 const F_RTS: u32 = 2;
-const F_PAD: u32 = 3;
-const FRAME_HDR: usize = 32;
 
 /// What a completed operation reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -239,13 +238,7 @@ fn eager_max(a: &Arena) -> usize {
 
 // ---------------------------------------------------------------- rings
 
-struct Ring {
-    head: usize,
-    tail: usize,
-    data: usize,
-    cap: usize,
-}
-
+/// The frame ring of the ordered pair (src, dst) (its protocol: shm/proto.rs).
 fn ring(a: &Arena, src: usize, dst: usize) -> Ring {
     let off = a.lay.ring(src, dst);
     Ring {
@@ -256,77 +249,16 @@ fn ring(a: &Arena, src: usize, dst: usize) -> Ring {
     }
 }
 
-fn write_hdr(a: &Arena, at: usize, f: &Hdr) {
-    let mut h = [0u8; FRAME_HDR];
-    h[0..4].copy_from_slice(&f.kind.to_le_bytes());
-    h[4..8].copy_from_slice(&(f.fbytes as u32).to_le_bytes());
-    h[8..12].copy_from_slice(&f.ctx.to_le_bytes());
-    h[12..16].copy_from_slice(&f.tag.to_le_bytes());
-    h[16..24].copy_from_slice(&(f.len as u64).to_le_bytes());
-    h[24..32].copy_from_slice(&f.id.to_le_bytes());
-    a.write(at, &h);
-}
-
-struct Hdr {
-    kind: u32,
-    fbytes: usize,
-    ctx: u32,
-    tag: i32,
-    len: usize,
-    id: u64,
-}
-
-fn read_hdr(a: &Arena, at: usize) -> Hdr {
-    let s = a.slice(at, FRAME_HDR);
-    let u32_ = |i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap());
-    let u64_ = |i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap());
-    Hdr {
-        kind: u32_(0),
-        fbytes: u32_(4) as usize,
-        ctx: u32_(8),
-        tag: u32_(12) as i32,
-        len: u64_(16) as usize,
-        id: u64_(24),
-    }
-}
-
 /// Tries to append one frame; false if the ring has no room now.
-fn try_push(a: &Arena, me: usize, dst: usize, mut f: Hdr, data: &SendData) -> bool {
-    let r = ring(a, me, dst);
+fn try_push(a: &Arena, me: usize, dst: usize, f: Frame, data: &SendData) -> bool {
     let inline = if f.kind == F_EAGER { f.len } else { 0 };
-    // Every frame is a multiple of the header size, so the space left before the end of
-    // the ring always holds a whole (padding) header.
-    let need = (FRAME_HDR + inline).div_ceil(FRAME_HDR) * FRAME_HDR;
-    let mut head = a.u64_at(r.head).load(Ordering::Relaxed) as usize;
-    let tail = a.u64_at(r.tail).load(Ordering::Acquire) as usize;
-    let pos = head % r.cap;
-    let contig = r.cap - pos;
-    let pad = if need > contig { contig } else { 0 };
-    if head + pad + need - tail > r.cap {
-        return false;
+    let pushed = ring(a, me, dst).push(a, f, inline, |at| {
+        data.copy_out(0, a.slice_mut(at, inline));
+    });
+    if pushed {
+        notify(a, dst);
     }
-    if pad > 0 {
-        let p = Hdr {
-            kind: F_PAD,
-            fbytes: pad,
-            ctx: 0,
-            tag: 0,
-            len: 0,
-            id: 0,
-        };
-        write_hdr(a, r.data + pos, &p);
-        head += pad;
-    }
-    let at = r.data + head % r.cap;
-    f.fbytes = need;
-    write_hdr(a, at, &f);
-    if inline > 0 {
-        data.copy_out(0, a.slice_mut(at + FRAME_HDR, inline));
-    }
-    a.u64_at(r.head)
-        .store((head + need) as u64, Ordering::SeqCst);
-    notify(a, dst);
-    true
+    pushed
 }
 
 // ---------------------------------------------------------------- pipes
@@ -491,7 +423,7 @@ impl Engine {
                 unreachable!()
             };
             if !*cts_sent {
-                a.u64_at(p.cts).store(*msg_id, Ordering::SeqCst);
+                a.u64_at(p.cts).store(*msg_id, Ordering::Release);
                 *cts_sent = true;
                 notify(a, src);
             }
@@ -513,7 +445,7 @@ impl Engine {
             }
             if moved {
                 a.u64_at(p.consumed)
-                    .store(consumed as u64, Ordering::SeqCst);
+                    .store(consumed as u64, Ordering::Release);
                 notify(a, src);
             }
             if *got < *len {
@@ -539,53 +471,35 @@ impl Engine {
     /// Drains every incoming ring, matching frames against posted receives.
     fn drain(&mut self, a: &Arena, me: usize, n: usize) {
         for src in 0..n {
-            let r = ring(a, src, me);
-            let mut tail = a.u64_at(r.tail).load(Ordering::Relaxed) as usize;
-            let head = a.u64_at(r.head).load(Ordering::Acquire) as usize;
-            if tail == head {
-                continue;
-            }
-            while tail < head {
-                let at = r.data + tail % r.cap;
-                let h = read_hdr(a, at);
-                if h.kind != F_PAD {
-                    let pos = self.posted.iter().position(|&id| {
-                        match &self.reqs[id].as_ref().unwrap().kind {
-                            ReqKind::Recv(rr) => matches(rr, src, h.ctx, h.tag),
-                            _ => false,
-                        }
-                    });
-                    match (pos, h.kind) {
-                        (Some(p), F_EAGER) => {
-                            let id = self.posted.remove(p).unwrap();
-                            self.deliver(
-                                a,
-                                id,
-                                src,
-                                h.tag,
-                                h.len,
-                                Ok(a.slice(at + FRAME_HDR, h.len)),
-                            );
-                        }
-                        (Some(p), _) => {
-                            let id = self.posted.remove(p).unwrap();
-                            self.deliver(a, id, src, h.tag, h.len, Err(h.id));
-                        }
-                        (None, kind) => self.unexpected.push_back(Unexpected {
-                            src,
-                            ctx: h.ctx,
-                            tag: h.tag,
-                            len: h.len,
-                            payload: (kind == F_EAGER)
-                                .then(|| a.slice(at + FRAME_HDR, h.len).to_vec()),
-                            msg_id: h.id,
-                        }),
+            let consumed = ring(a, src, me).pop_all(a, |h, payload| {
+                let pos = self.posted.iter().position(|&id| {
+                    match &self.reqs[id].as_ref().unwrap().kind {
+                        ReqKind::Recv(rr) => matches(rr, src, h.ctx, h.tag),
+                        _ => false,
                     }
+                });
+                match (pos, h.kind) {
+                    (Some(p), F_EAGER) => {
+                        let id = self.posted.remove(p).unwrap();
+                        self.deliver(a, id, src, h.tag, h.len, Ok(a.slice(payload, h.len)));
+                    }
+                    (Some(p), _) => {
+                        let id = self.posted.remove(p).unwrap();
+                        self.deliver(a, id, src, h.tag, h.len, Err(h.id));
+                    }
+                    (None, kind) => self.unexpected.push_back(Unexpected {
+                        src,
+                        ctx: h.ctx,
+                        tag: h.tag,
+                        len: h.len,
+                        payload: (kind == F_EAGER).then(|| a.slice(payload, h.len).to_vec()),
+                        msg_id: h.id,
+                    }),
                 }
-                tail += h.fbytes;
+            });
+            if consumed {
+                notify(a, src);
             }
-            a.u64_at(r.tail).store(tail as u64, Ordering::SeqCst);
-            notify(a, src);
         }
     }
 
@@ -597,7 +511,7 @@ impl Engine {
                     unreachable!()
                 };
                 let (kind, len) = (if s.rdv { F_RTS } else { F_EAGER }, s.data.len() as u64);
-                let f = Hdr {
+                let f = Frame {
                     kind,
                     fbytes: 0,
                     ctx: s.ctx,
@@ -647,7 +561,7 @@ impl Engine {
                 }
                 if moved {
                     a.u64_at(p.produced)
-                        .store(produced as u64, Ordering::SeqCst);
+                        .store(produced as u64, Ordering::Release);
                     notify(a, s.dst);
                 }
                 if *sent == len {

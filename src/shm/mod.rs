@@ -14,6 +14,7 @@
 //! |          | double-buffered per-member slots and a double-buffered result  |
 //!
 //! This module, the ffi layer and the SIMD kernels are the only homes of `unsafe`.
+pub mod proto;
 pub mod wait;
 
 use std::io;
@@ -121,18 +122,20 @@ impl Layout {
     pub fn chan(&self, c: usize) -> usize {
         self.chans_off + c * self.chan_bytes
     }
+    /// The control words of channel `c` (counters and agreement descriptors).
+    pub fn chan_ctl(&self, c: usize) -> proto::ChanCtl {
+        proto::ChanCtl {
+            base: self.chan(c) + CHAN_CTRL,
+            stride: CHAN_MEMBER,
+        }
+    }
     /// Offset of member `i`'s counter line in channel `c`.
     pub fn chan_counter(&self, c: usize, i: usize) -> usize {
-        self.chan(c) + CHAN_CTRL + i * CHAN_MEMBER
+        self.chan_ctl(c).counter(i)
     }
     /// Offset of member `i`'s argument line in channel `c`.
     pub fn chan_args(&self, c: usize, i: usize) -> usize {
         self.chan_counter(c, i) + CACHE_LINE
-    }
-    /// Offset of member `i`'s agreement descriptor of `parity` (3 words, in the counter's
-    /// line) in channel `c`.
-    pub fn chan_desc(&self, c: usize, i: usize, parity: usize) -> usize {
-        self.chan_counter(c, i) + 8 + parity * 24
     }
     /// Offset of member `i`'s data slot `parity` in channel `c`.
     pub fn chan_slot(&self, c: usize, i: usize, parity: usize) -> usize {
@@ -249,6 +252,29 @@ impl Arena {
             len: lay.total,
             lay,
         })
+    }
+
+    /// A private anonymous mapping of `len` bytes (zeroed), shared by the threads of
+    /// this process: the protocol tests' arena (shm/proto.rs).
+    #[cfg(test)]
+    pub fn anonymous(len: usize) -> Arena {
+        // SAFETY: an anonymous mapping; the result is checked.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert!(p != libc::MAP_FAILED, "mmap failed");
+        Arena {
+            base: NonNull::new(p as *mut u8).unwrap(),
+            len,
+            lay: Layout::new(1, 1),
+        }
     }
 
     /// Checks that the arena was initialised with this mapping's layout.

@@ -2,12 +2,13 @@
 //! at once when the job is oversubscribed, and after a longer wait sleep on the rank's
 //! doorbell (a futex word in the arena) until someone rings it.
 //!
-//! Protocol (a Dekker pair, so no wake-up is lost): a waiter stores `sleeping = 1`, reads
-//! the doorbell, re-checks its condition and only then sleeps on the doorbell value it
-//! read. A publisher makes its data visible with a SeqCst store and then, if the target's
-//! `sleeping` is set, bumps the doorbell and wakes it.
+//! Protocol (a Dekker pair, so no wake-up is lost; shm/proto.rs, model-checked): a
+//! waiter stores `sleeping = 1`, reads the doorbell, fences, re-checks its condition and
+//! only then sleeps on the doorbell value it read. A publisher makes its data visible
+//! with a release store, fences and then, if the target's `sleeping` is set, bumps the
+//! doorbell and wakes it.
+use super::proto::{self, Bell};
 use super::{Arena, R_DOORBELL, R_SLEEPING};
-use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
 /// Spin this long before yielding, when every rank has a core.
@@ -52,7 +53,7 @@ pub fn available_cpus() -> usize {
         .unwrap_or(1)
 }
 
-fn futex_wait(word: &std::sync::atomic::AtomicU32, val: u32, timeout: Duration) {
+pub(crate) fn futex_wait(word: &std::sync::atomic::AtomicU32, val: u32, timeout: Duration) {
     let ts = libc::timespec {
         tv_sec: timeout.as_secs() as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
@@ -71,7 +72,7 @@ fn futex_wait(word: &std::sync::atomic::AtomicU32, val: u32, timeout: Duration) 
     }
 }
 
-fn futex_wake(word: &std::sync::atomic::AtomicU32) {
+pub(crate) fn futex_wake(word: &std::sync::atomic::AtomicU32) {
     // SAFETY: FUTEX_WAKE on a valid, aligned u32 in shared memory.
     unsafe {
         libc::syscall(
@@ -86,14 +87,30 @@ fn futex_wake(word: &std::sync::atomic::AtomicU32) {
     }
 }
 
-/// Wakes rank `r` if it sleeps. Call after publishing with a SeqCst store.
+/// Rank `r`'s doorbell.
+#[inline]
+pub fn bell_of(arena: &Arena, r: usize) -> Bell {
+    let b = arena.lay.rank_block(r);
+    Bell {
+        bell: b + R_DOORBELL,
+        sleeping: b + R_SLEEPING,
+    }
+}
+
+/// Wakes rank `r` if it sleeps. Call after publishing with a release store.
 #[inline]
 pub fn notify(arena: &Arena, r: usize) {
-    let b = arena.lay.rank_block(r);
-    if arena.u32_at(b + R_SLEEPING).load(Ordering::SeqCst) != 0 {
-        arena.u32_at(b + R_DOORBELL).fetch_add(1, Ordering::SeqCst);
-        futex_wake(arena.u32_at(b + R_DOORBELL));
-    }
+    proto::ring_doorbells(arena, [bell_of(arena, r)], futex_wake);
+}
+
+/// Wakes every rank of `ranks` that sleeps (one fence for all of them).
+#[inline]
+pub fn notify_all(arena: &Arena, ranks: impl IntoIterator<Item = usize>) {
+    proto::ring_doorbells(
+        arena,
+        ranks.into_iter().map(|r| bell_of(arena, r)),
+        futex_wake,
+    );
 }
 
 /// One wait in progress: call `pause()` each time the awaited condition is false.
@@ -118,7 +135,7 @@ impl<'a> Backoff<'a> {
 
     /// Waits a little. `recheck` is the awaited condition, evaluated again after the
     /// rank has announced that it will sleep (so a publisher cannot be missed).
-    pub fn pause(&mut self, mut recheck: impl FnMut() -> bool) {
+    pub fn pause(&mut self, recheck: impl FnMut() -> bool) {
         self.iter += 1;
         // A few pure spins first: a hand-off between running ranks takes well under a
         // microsecond.
@@ -145,15 +162,9 @@ impl<'a> Backoff<'a> {
             return;
         }
         crate::runtime::check_job_alive();
-        let b = self.arena.lay.rank_block(self.me);
-        let sleeping = self.arena.u32_at(b + R_SLEEPING);
-        let bell = self.arena.u32_at(b + R_DOORBELL);
-        sleeping.store(1, Ordering::SeqCst);
-        let v = bell.load(Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        if !recheck() {
-            futex_wait(bell, v, Duration::from_millis(20));
-        }
-        sleeping.store(0, Ordering::Relaxed);
+        // The timeout only bounds how long a dead peer goes unnoticed (check_job_alive).
+        proto::sleep_unless(self.arena, bell_of(self.arena, self.me), recheck, |w, v| {
+            futex_wait(w, v, Duration::from_millis(20))
+        });
     }
 }

@@ -35,6 +35,19 @@ pub fn with_desc(p: Plan, desc: Desc) -> Plan {
     ))
 }
 
+/// Adds a data-movement collective's descriptor and flows (coll/agree.rs) to a plan.
+pub fn with_flows(p: Plan, desc: Desc, flows: Option<Box<crate::coll::agree::Flows>>) -> Plan {
+    let (c, f) = p?;
+    let cc = c.clone();
+    Ok((
+        c,
+        Box::pin(async move {
+            cc.set_desc_flows(desc, flows);
+            f.await
+        }),
+    ))
+}
+
 /// The descriptor of a data-movement collective: kind and (for rooted ones) root.
 pub fn move_desc(kind: &str, root: Option<c_int>) -> Desc {
     Desc {

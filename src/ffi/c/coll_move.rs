@@ -9,7 +9,7 @@
 use super::coll::Plan;
 use super::coll_inter::{role, Role};
 use crate::abi::*;
-use crate::coll::agree::Desc;
+use crate::coll::agree::{self, Arg, Desc, FlowEnd, Flows};
 use crate::coll::gather::{self, Piece};
 use crate::coll::nb::CollFuture;
 use crate::coll::Chan;
@@ -82,6 +82,83 @@ fn whole(b: UserBuf) -> Piece {
         off: 0,
         len: b.len(),
     }
+}
+
+// ---------------------------------------------------------------- agreement flows
+
+/// This process's ends of `side`'s pieces (coll/agree.rs), counts from argument `arg`.
+fn side_ends(side: &Side, arg: Arg) -> Vec<FlowEnd> {
+    let mut sig = (0, 0u32);
+    side.0
+        .iter()
+        .enumerate()
+        .map(|(k, &(count, _, t))| {
+            if sig.0 != t.handle || k == 0 {
+                sig = (t.handle, agree::signature(t.handle));
+            }
+            FlowEnd::new(count, &t, sig.1, arg, k)
+        })
+        .collect()
+}
+
+/// The end of a single (count, datatype) argument pair, or nothing if invalid (the
+/// plan reports that).
+fn one_end(count: c_int, dt: i32, arg: Arg) -> FlowEnd {
+    match (
+        check::count(count, "count"),
+        check::datatype(dt, "datatype"),
+    ) {
+        (Ok(n), Ok(t)) => FlowEnd::new(n, &t, agree::signature(dt), arg, 0),
+        _ => FlowEnd::default(),
+    }
+}
+
+/// The flows of a collective on an intracommunicator when agreement is checked.
+fn flows_of(c: &Comm, make: impl FnOnce(usize, usize) -> Flows) -> Option<Box<Flows>> {
+    c.checks_args().then(|| Box::new(make(c.size(), c.rank)))
+}
+
+/// Adds the descriptor of data-movement collective `kind` with its flows to a plan.
+fn with_check(p: Plan, kind: &str, root: Option<c_int>, flows: Option<Box<Flows>>) -> Plan {
+    let me = p.as_ref().map_or(0, |(c, _)| c.rank);
+    let desc = Desc {
+        op: flows.as_ref().map_or(0, |f| f.sum(me)) as u64,
+        ..super::coll::move_desc(kind, root)
+    };
+    super::coll::with_flows(p, desc, flows)
+}
+
+/// The sides of a gather to `root` (None: every member receives, an allgather).
+fn gather_flows(
+    c: &Comm,
+    sendbuf: *const c_void,
+    send: FlowEnd,
+    recv: Option<&Side>,
+    recv_arg: Arg,
+    root: Option<usize>,
+) -> Option<Box<Flows>> {
+    flows_of(c, |n, me| {
+        let mut f = Flows::new(n);
+        if let Some(side) = recv {
+            f.recv = side_ends(side, recv_arg);
+        }
+        if !is_in_place(sendbuf) {
+            match root {
+                Some(r) => f.send[r] = send,
+                None => f.send = vec![send; n],
+            }
+        } else if root.is_none() {
+            // Allgather in place: my block of recvbuf goes to every other member.
+            let mut mine = f.recv[me];
+            mine.in_place = true;
+            f.send = vec![mine; n];
+            f.send[me] = FlowEnd::default();
+            f.recv[me] = FlowEnd::default();
+        } else {
+            f.recv[me] = FlowEnd::default();
+        }
+        f
+    })
 }
 
 /// Stages every piece of `side` at `base` as inputs (`out = false`) or outputs, placing
@@ -177,8 +254,15 @@ fn bcast_plan(buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, com
     } else {
         st.output(buffer, n, &t, "buffer")?
     };
+    // Count and type signature must agree on every rank (coll/agree.rs).
     let desc = Desc {
         bytes: (n as u64).wrapping_mul(t.size as u64),
+        op: agree::signature(t.handle) as u64,
+        dtype: if crate::datatype::predefined::lookup(t.handle).is_some() {
+            t.handle as u32 as u64
+        } else {
+            agree::ANY
+        },
         ..super::coll::move_desc("MPI_Bcast", Some(root as c_int))
     };
     Ok((
@@ -342,7 +426,15 @@ fn gather_plan(
 ) -> Plan {
     let c = check::comm(comm)?;
     let recv = root_recv(&c, root, |m| uniform(recvcount, recvtype, m, "recv"))?;
-    super::coll::with_desc(
+    let flows = gather_flows(
+        &c,
+        sendbuf,
+        one_end(sendcount, sendtype, Arg::SendCount),
+        recv.as_ref(),
+        Arg::RecvCount,
+        Some(root as usize),
+    );
+    with_check(
         gather_like(
             &c,
             sendbuf,
@@ -353,7 +445,9 @@ fn gather_plan(
             Some(root),
             false,
         ),
-        super::coll::move_desc("MPI_Gather", Some(root)),
+        "MPI_Gather",
+        Some(root),
+        flows,
     )
 }
 
@@ -373,7 +467,15 @@ fn gatherv_plan(
 ) -> Plan {
     let c = check::comm(comm)?;
     let recv = root_recv(&c, root, |m| vside(recvcounts, displs, recvtype, m, "recv"))?;
-    super::coll::with_desc(
+    let flows = gather_flows(
+        &c,
+        sendbuf,
+        one_end(sendcount, sendtype, Arg::SendCount),
+        recv.as_ref(),
+        Arg::RecvCounts,
+        Some(root as usize),
+    );
+    with_check(
         gather_like(
             &c,
             sendbuf,
@@ -384,7 +486,9 @@ fn gatherv_plan(
             Some(root),
             true,
         ),
-        super::coll::move_desc("MPI_Gatherv", Some(root)),
+        "MPI_Gatherv",
+        Some(root),
+        flows,
     )
 }
 
@@ -402,7 +506,15 @@ fn allgather_plan(
 ) -> Plan {
     let c = check::comm(comm)?;
     let recv = uniform(recvcount, recvtype, c.peer_size(), "recv")?;
-    super::coll::with_desc(
+    let flows = gather_flows(
+        &c,
+        sendbuf,
+        one_end(sendcount, sendtype, Arg::SendCount),
+        Some(&recv),
+        Arg::RecvCount,
+        None,
+    );
+    with_check(
         gather_like(
             &c,
             sendbuf,
@@ -413,7 +525,9 @@ fn allgather_plan(
             None,
             c.is_inter(),
         ),
-        super::coll::move_desc("MPI_Allgather", None),
+        "MPI_Allgather",
+        None,
+        flows,
     )
 }
 
@@ -432,7 +546,15 @@ fn allgatherv_plan(
 ) -> Plan {
     let c = check::comm(comm)?;
     let recv = vside(recvcounts, displs, recvtype, c.peer_size(), "recv")?;
-    super::coll::with_desc(
+    let flows = gather_flows(
+        &c,
+        sendbuf,
+        one_end(sendcount, sendtype, Arg::SendCount),
+        Some(&recv),
+        Arg::RecvCounts,
+        None,
+    );
+    with_check(
         gather_like(
             &c,
             sendbuf,
@@ -443,7 +565,9 @@ fn allgatherv_plan(
             None,
             true,
         ),
-        super::coll::move_desc("MPI_Allgatherv", None),
+        "MPI_Allgatherv",
+        None,
+        flows,
     )
 }
 
@@ -549,6 +673,29 @@ fn scatter_like(
     ))
 }
 
+/// The sides of a scatter from `root`.
+fn scatter_flows(
+    c: &Comm,
+    send: Option<&Side>,
+    send_arg: Arg,
+    recvbuf: *mut c_void,
+    recv: FlowEnd,
+    root: usize,
+) -> Option<Box<Flows>> {
+    flows_of(c, |n, me| {
+        let mut f = Flows::new(n);
+        if let Some(side) = send {
+            f.send = side_ends(side, send_arg);
+        }
+        if is_in_place(recvbuf) {
+            f.send[me] = FlowEnd::default();
+        } else {
+            f.recv[root] = recv;
+        }
+        f
+    })
+}
+
 /// The send side of a rooted scatter, significant only at the root.
 fn root_send<F: FnOnce(usize) -> MpiResult<Side>>(
     c: &Comm,
@@ -570,9 +717,19 @@ fn scatter_plan(
 ) -> Plan {
     let c = check::comm(comm)?;
     let send = root_send(&c, root, |m| uniform(sendcount, sendtype, m, "send"))?;
-    super::coll::with_desc(
+    let flows = scatter_flows(
+        &c,
+        send.as_ref(),
+        Arg::SendCount,
+        recvbuf,
+        one_end(recvcount, recvtype, Arg::RecvCount),
+        root as usize,
+    );
+    with_check(
         scatter_like(&c, sendbuf, send, recvbuf, recvcount, recvtype, root, false),
-        super::coll::move_desc("MPI_Scatter", Some(root)),
+        "MPI_Scatter",
+        Some(root),
+        flows,
     )
 }
 
@@ -592,9 +749,19 @@ fn scatterv_plan(
 ) -> Plan {
     let c = check::comm(comm)?;
     let send = root_send(&c, root, |m| vside(sendcounts, displs, sendtype, m, "send"))?;
-    super::coll::with_desc(
+    let flows = scatter_flows(
+        &c,
+        send.as_ref(),
+        Arg::SendCounts,
+        recvbuf,
+        one_end(recvcount, recvtype, Arg::RecvCount),
+        root as usize,
+    );
+    with_check(
         scatter_like(&c, sendbuf, send, recvbuf, recvcount, recvtype, root, true),
-        super::coll::move_desc("MPI_Scatterv", Some(root)),
+        "MPI_Scatterv",
+        Some(root),
+        flows,
     )
 }
 
@@ -660,6 +827,37 @@ fn alltoall_like(
     ))
 }
 
+/// The sides of an all-to-all (`send` None: in place, from the receive side).
+fn alltoall_flows(
+    c: &Comm,
+    send: Option<&Side>,
+    send_arg: Arg,
+    recv: &Side,
+    recv_arg: Arg,
+) -> Option<Box<Flows>> {
+    flows_of(c, |_, me| {
+        let recv = side_ends(recv, recv_arg);
+        let mut f = Flows {
+            send: match send {
+                Some(side) => side_ends(side, send_arg),
+                None => recv
+                    .iter()
+                    .map(|e| FlowEnd {
+                        in_place: true,
+                        ..*e
+                    })
+                    .collect(),
+            },
+            recv,
+        };
+        if send.is_none() {
+            f.send[me] = FlowEnd::default();
+            f.recv[me] = FlowEnd::default();
+        }
+        f
+    })
+}
+
 fn alltoall_plan(
     sendbuf: *const c_void,
     sendcount: c_int,
@@ -677,9 +875,12 @@ fn alltoall_plan(
     } else {
         Some(uniform(sendcount, sendtype, m, "send")?)
     };
-    super::coll::with_desc(
+    let flows = alltoall_flows(&c, send.as_ref(), Arg::SendCount, &recv, Arg::RecvCount);
+    with_check(
         alltoall_like(&c, sendbuf, send, recvbuf, recv, c.is_inter()),
-        super::coll::move_desc("MPI_Alltoall", None),
+        "MPI_Alltoall",
+        None,
+        flows,
     )
 }
 
@@ -705,9 +906,12 @@ fn alltoallv_plan(
     } else {
         Some(vside(sendcounts, sdispls, sendtype, m, "send")?)
     };
-    super::coll::with_desc(
+    let flows = alltoall_flows(&c, send.as_ref(), Arg::SendCounts, &recv, Arg::RecvCounts);
+    with_check(
         alltoall_like(&c, sendbuf, send, recvbuf, recv, true),
-        super::coll::move_desc("MPI_Alltoallv", None),
+        "MPI_Alltoallv",
+        None,
+        flows,
     )
 }
 
@@ -733,9 +937,12 @@ fn alltoallw_plan(
     } else {
         Some(wside(sendcounts, sdispls, sendtypes, m, "send")?)
     };
-    super::coll::with_desc(
+    let flows = alltoall_flows(&c, send.as_ref(), Arg::SendCounts, &recv, Arg::RecvCounts);
+    with_check(
         alltoall_like(&c, sendbuf, send, recvbuf, recv, true),
-        super::coll::move_desc("MPI_Alltoallw", None),
+        "MPI_Alltoallw",
+        None,
+        flows,
     )
 }
 

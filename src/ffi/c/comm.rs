@@ -70,13 +70,26 @@ mpi_entry!(MPI_Comm_dup, PMPI_Comm_dup, (comm: i32, newcomm: *mut i32), errcomm 
 
 mpi_entry!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm: i32, info: i32, newcomm: *mut i32), errcomm = comm, {
     let c = check::comm(comm)?;
-    if info != MPI_INFO_NULL && info != MPI_INFO_ENV {
-        return Err(err(MPI_ERR_INFO, format!("info={info:#x} is not a valid info object")));
-    }
+    // The one hint shmpi reads: "shmpi_check_args" = "false" turns the collective
+    // argument-agreement check off on the new communicator (coll/agree.rs); every
+    // process must pass the same value.
+    let check_args = match super::info::value(info, "shmpi_check_args", "info")?.as_deref() {
+        Some("false") | Some("0") => false,
+        Some("true") | Some("1") | None => true,
+        Some(v) => {
+            return Err(err(
+                MPI_ERR_INFO,
+                format!("info key shmpi_check_args={v:?}: the value must be \"true\" or \"false\""),
+            ))
+        }
+    };
     if newcomm.is_null() {
         return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
     }
-    put_comm(newcomm, Some(create::dup(&c)?))
+    let d = create::dup(&c)?;
+    d.check_args
+        .store(check_args, std::sync::atomic::Ordering::Relaxed);
+    put_comm(newcomm, Some(d))
 });
 
 mpi_entry!(MPI_Comm_split, PMPI_Comm_split, (comm: i32, color: c_int, key: c_int, newcomm: *mut i32), errcomm = comm, {

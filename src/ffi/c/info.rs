@@ -53,6 +53,17 @@ fn entries(h: i32, arg: &str) -> MpiResult<Vec<(String, String)>> {
     })
 }
 
+/// The value of `key` in info argument `h` (MPI_INFO_NULL: none).
+pub fn value(h: i32, key: &str, arg: &str) -> MpiResult<Option<String>> {
+    if h == MPI_INFO_NULL {
+        return Ok(None);
+    }
+    Ok(entries(h, arg)?
+        .into_iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v))
+}
+
 fn new_info(e: Vec<(String, String)>) -> i32 {
     let mut t = INFOS.lock().unwrap();
     let i = match t.iter().position(|x| x.is_none()) {
