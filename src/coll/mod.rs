@@ -79,7 +79,7 @@ impl<'a> Chan<'a> {
     /// the progress engine (nonblocking calls, [`nb`]). The first step of a collective
     /// also checks that the members agree on its arguments (agree.rs).
     pub async fn step(&self) -> MpiResult<u64> {
-        let pending = self.comm.desc.lock().unwrap().take();
+        let pending = self.comm.take_desc();
         let (s, _) = self.next_step();
         let flows_disagree = self
             .sync(pending.as_ref().map(|d| agree::pack(d.desc.encode())))
@@ -94,7 +94,7 @@ impl<'a> Chan<'a> {
     /// then comparing every member's descriptor with member 0's. True: the members'
     /// flow sums (a data-movement collective) do not add up, see `check_flows`.
     async fn sync(&self, desc: Option<[u64; 3]>) -> MpiResult<bool> {
-        let s = self.comm.step.fetch_add(1, Ordering::Relaxed) + 1;
+        let s = bump(&self.comm.step, Ordering::Relaxed) + 1;
         let a = &self.job.arena;
         let check = desc.map(|_| Check {
             p: (s % 2) as usize,
@@ -258,18 +258,24 @@ pub struct Turn<'a> {
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
         // A collective that took no step leaves its descriptor unused: drop it.
-        self.comm
-            .desc
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        self.comm.coll_serving.fetch_add(1, Ordering::Release);
+        drop(self.comm.take_desc());
+        bump(&self.comm.coll_serving, Ordering::Release);
     }
+}
+
+/// Increments a per-communicator counter of this process and returns its old value.
+/// MPI calls are serialized in a process (the library provides at most
+/// MPI_THREAD_SERIALIZED and has no threads of its own), so a load and a store are a
+/// race-free increment, without the locked instruction of a `fetch_add` on every call.
+fn bump(c: &std::sync::atomic::AtomicU64, store: Ordering) -> u64 {
+    let v = c.load(Ordering::Relaxed);
+    c.store(v + 1, store);
+    v
 }
 
 /// Takes the next ticket of `comm` (at issue time).
 pub fn ticket(comm: &Comm) -> u64 {
-    comm.coll_ticket.fetch_add(1, Ordering::Relaxed)
+    bump(&comm.coll_ticket, Ordering::Relaxed)
 }
 
 /// Waits until `ticket` is served; the returned guard passes the turn on when dropped.

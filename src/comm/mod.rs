@@ -41,7 +41,14 @@ pub struct Comm {
     pub coll_serving: AtomicU64,
     /// The argument descriptor of the collective whose turn it is, published with its
     /// first step (coll/agree.rs).
-    pub desc: Mutex<Option<crate::coll::agree::Pending>>,
+    /// Its words (kind, root, op, datatype, bytes, extra), valid while `desc_pending`;
+    /// the per-peer flows of a data-movement collective go in `desc_flows`. Plain
+    /// atomics: only the collective whose turn it is writes and takes them, so the
+    /// common path costs no lock.
+    desc_words: [AtomicU64; 6],
+    desc_pending: std::sync::atomic::AtomicBool,
+    desc_flows: Mutex<Option<Box<crate::coll::agree::Flows>>>,
+    desc_has_flows: std::sync::atomic::AtomicBool,
     /// Whether this communicator's collectives check argument agreement (the
     /// "shmpi_check_args" info hint of MPI_Comm_dup_with_info; SHMPI_CHECK_ARGS=0 turns
     /// it off everywhere).
@@ -90,8 +97,51 @@ impl Comm {
         flows: Option<Box<crate::coll::agree::Flows>>,
     ) {
         if self.checks_args() {
-            *self.desc.lock().unwrap() = Some(crate::coll::agree::Pending { desc, flows });
+            let w = [
+                desc.kind as u64,
+                desc.root,
+                desc.op,
+                desc.dtype,
+                desc.bytes,
+                desc.extra,
+            ];
+            for (a, v) in self.desc_words.iter().zip(w) {
+                a.store(v, Ordering::Relaxed);
+            }
+            self.desc_has_flows
+                .store(flows.is_some(), Ordering::Relaxed);
+            if flows.is_some() {
+                *self.desc_flows.lock().unwrap_or_else(|e| e.into_inner()) = flows;
+            }
+            self.desc_pending.store(true, Ordering::Release);
         }
+    }
+
+    /// Takes the descriptor set for the current collective, if any.
+    pub fn take_desc(&self) -> Option<crate::coll::agree::Pending> {
+        if !self.desc_pending.load(Ordering::Acquire) {
+            return None;
+        }
+        self.desc_pending.store(false, Ordering::Relaxed);
+        let w: [u64; 6] = std::array::from_fn(|i| self.desc_words[i].load(Ordering::Relaxed));
+        let desc = crate::coll::agree::Desc {
+            kind: w[0] as u16,
+            root: w[1],
+            op: w[2],
+            dtype: w[3],
+            bytes: w[4],
+            extra: w[5],
+        };
+        let flows = if self.desc_has_flows.load(Ordering::Relaxed) {
+            self.desc_has_flows.store(false, Ordering::Relaxed);
+            self.desc_flows
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+        } else {
+            None
+        };
+        Some(crate::coll::agree::Pending { desc, flows })
     }
 
     /// Whether collectives on this communicator check argument agreement.
@@ -182,7 +232,10 @@ impl Comm {
             attrs: Mutex::new(Vec::new()),
             coll_ticket: AtomicU64::new(0),
             coll_serving: AtomicU64::new(0),
-            desc: Mutex::new(None),
+            desc_words: Default::default(),
+            desc_pending: std::sync::atomic::AtomicBool::new(false),
+            desc_flows: Mutex::new(None),
+            desc_has_flows: std::sync::atomic::AtomicBool::new(false),
             topo: RwLock::new(None),
             check_args: AtomicBool::new(true),
         }

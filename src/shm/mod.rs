@@ -420,7 +420,8 @@ impl Arena {
     /// Records the call rank `r` enters (name, communicator) for hang reports.
     pub fn enter_call(&self, r: usize, what: &'static str, comm: i32) {
         let id = what.as_ptr() as usize ^ what.len();
-        if LAST_CALL_NAME.swap(id, Ordering::Relaxed) != id {
+        if LAST_CALL_NAME.load(Ordering::Relaxed) != id {
+            LAST_CALL_NAME.store(id, Ordering::Relaxed);
             self.set_call(r, what);
         }
         self.u32_at(self.lay.rank_block(r) + R_CALL_ACTIVE)
