@@ -409,23 +409,7 @@ mpi_entry!(MPI_Waitany, PMPI_Waitany, (count: c_int, array_of_requests: *mut i32
     crate::runtime::job()?;
     let n = check::count(count, "count")?;
     let reqs = check::array_mut(array_of_requests, n, "array_of_requests")?;
-    let mut result = None;
-    let mut failure = None;
-    p2p::wait_until(|| match any_complete(reqs, status) {
-        Ok(Some(r)) => {
-            result = Some(r);
-            true
-        }
-        Ok(None) => false,
-        Err(e) => {
-            failure = Some(e);
-            true
-        }
-    })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    match result.flatten() {
+    match wait_for(|| any_complete(reqs, status))? {
         Some(i) => check::out(index, i as c_int, "index"),
         None => {
             put_status(status, &Status::empty());
@@ -615,25 +599,27 @@ mpi_entry!(MPI_Iprobe, PMPI_Iprobe, (source: c_int, tag: c_int, comm: i32, flag:
     }
 });
 
-mpi_entry!(MPI_Probe, PMPI_Probe, (source: c_int, tag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
-    let c = probe_args(source, tag, comm)?;
-    let mut found = None;
-    let mut failure = None;
-    p2p::wait_until(|| match p2p::iprobe(&c, source, tag) {
-        Ok(Some(st)) => {
-            found = Some(st);
+/// Runs the progress engine until `poll` finds something (or fails), and returns it.
+fn wait_for<T>(mut poll: impl FnMut() -> MpiResult<Option<T>>) -> MpiResult<T> {
+    let mut out = None;
+    p2p::wait_until(|| match poll() {
+        Ok(None) => false,
+        Ok(Some(v)) => {
+            out = Some(Ok(v));
             true
         }
-        Ok(None) => false,
         Err(e) => {
-            failure = Some(e);
+            out = Some(Err(e));
             true
         }
     })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    put_status(status, &found.unwrap());
+    out.expect("wait_until returns once the condition held")
+}
+
+mpi_entry!(MPI_Probe, PMPI_Probe, (source: c_int, tag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
+    let c = probe_args(source, tag, comm)?;
+    let st = wait_for(|| p2p::iprobe(&c, source, tag))?;
+    put_status(status, &st);
     Ok(())
 });
 
@@ -714,25 +700,10 @@ mpi_entry!(MPI_Mprobe, PMPI_Mprobe, (source: c_int, tag: c_int, comm: i32, messa
     if message.is_null() {
         return Err(err(MPI_ERR_ARG, "message is NULL"));
     }
-    let mut found = improbe(source, tag, comm)?;
-    if found.is_none() {
-        let mut failure = None;
-        p2p::wait_until(|| match improbe(source, tag, comm) {
-            Ok(Some(f)) => {
-                found = Some(f);
-                true
-            }
-            Ok(None) => false,
-            Err(e) => {
-                failure = Some(e);
-                true
-            }
-        })?;
-        if let Some(e) = failure {
-            return Err(e);
-        }
-    }
-    let (st, m) = found.expect("a matched message");
+    let (st, m) = match improbe(source, tag, comm)? {
+        Some(f) => f,
+        None => wait_for(|| improbe(source, tag, comm))?,
+    };
     check::out(message, m, "message")?;
     put_status(status, &st);
     Ok(())
