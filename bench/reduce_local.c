@@ -264,7 +264,8 @@ int main(int argc, char **argv)
     if (nsizes == 0)
         for (long s = 8; s <= maxbytes && nsizes < MAX_SIZES; s *= 8)
             sizes[nsizes++] = s;
-    long big = 1024;
+    /* check() writes 1000 elements of the widest type. */
+    long big = 1000 * (long)sizeof(dint);
     for (int i = 0; i < nsizes; i++)
         if (sizes[i] > big)
             big = sizes[i];

@@ -23,8 +23,36 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// Exports `MPI_X` and `PMPI_X` with one body. The body is an expression of type
 /// `MpiResult<()>` evaluated in an `unsafe` context; `errcomm` names the communicator
 /// whose error handler handles a failure (use `MPI_COMM_WORLD` when there is none).
+///
+/// With `fast = { ... }` before the body, that block runs first, outside the error
+/// handling and the hang-report bookkeeping of [`enter`]: it returns `true` when it
+/// completed the call (MPI_SUCCESS), `false` to fall through to the body. It must not
+/// panic, block or fail: it is for calls that are cheaper than that bookkeeping.
 #[macro_export]
 macro_rules! mpi_entry {
+    ($mpi:ident, $pmpi:ident, ($($a:ident : $t:ty),* $(,)?), errcomm = $ec:expr, fast = $fast:block, $body:block) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $pmpi($($a: $t),*) -> ::std::os::raw::c_int {
+            #[allow(unused_unsafe)]
+            // SAFETY: as for the body below; the fast block dereferences only what it
+            // checked itself.
+            let done = unsafe { $fast };
+            if done {
+                return $crate::abi::MPI_SUCCESS;
+            }
+            $crate::ffi::enter(stringify!($mpi), $ec, move || {
+                #[allow(unused_unsafe)]
+                // SAFETY: the caller of an MPI function passes pointers valid as the
+                // standard requires for this function; each dereference below goes
+                // through ffi::check, which rejects NULL where the standard forbids it.
+                unsafe { $body }
+            })
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $mpi($($a: $t),*) -> ::std::os::raw::c_int {
+            $pmpi($($a),*)
+        }
+    };
     ($mpi:ident, $pmpi:ident, ($($a:ident : $t:ty),* $(,)?), errcomm = $ec:expr, $body:block) => {
         #[no_mangle]
         pub unsafe extern "C" fn $pmpi($($a: $t),*) -> ::std::os::raw::c_int {

@@ -26,7 +26,9 @@ impl Rng {
 fn f64_special(r: &mut Rng) -> f64 {
     match r.below(12) {
         0 => f64::NAN,
-        1 => -f64::NAN,
+        // a negative quiet NaN, or a signalling NaN with a payload
+        1 if r.below(2) == 0 => -f64::NAN,
+        1 => f64::from_bits(0x7ff0_0000_0000_0005),
         2 => f64::INFINITY,
         3 => f64::NEG_INFINITY,
         4 => 0.0,

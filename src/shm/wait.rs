@@ -14,7 +14,17 @@ use std::time::{Duration, Instant};
 /// Spin this long before yielding, when every rank has a core.
 const SPIN: Duration = Duration::from_micros(20);
 /// Yield until this long, then sleep on the doorbell.
-const YIELD: Duration = Duration::from_micros(300);
+const YIELD: Duration = Duration::from_micros(100);
+
+static TUNE: std::sync::LazyLock<(Duration, Duration)> = std::sync::LazyLock::new(|| {
+    let us = |k: &str, d: Duration| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(d, Duration::from_micros)
+    };
+    (us("SHMPI_SPIN_US", SPIN), us("SHMPI_YIELD_US", YIELD))
+});
 
 /// How a rank waits, fixed at start-up.
 #[derive(Clone, Copy, Debug)]
@@ -150,11 +160,12 @@ impl<'a> Backoff<'a> {
             return;
         }
         let waited = start.elapsed();
-        if !self.policy.oversubscribed && waited < SPIN {
+        let (spin, yield_) = *TUNE;
+        if !self.policy.oversubscribed && waited < spin {
             std::hint::spin_loop();
             return;
         }
-        if waited < YIELD {
+        if waited < yield_ {
             // SAFETY: sched_yield has no preconditions.
             unsafe {
                 libc::sched_yield();

@@ -72,35 +72,53 @@ mpi_entry!(MPI_Op_commutative, PMPI_Op_commutative,
     Ok(())
 });
 
-mpi_entry!(MPI_Reduce_local, PMPI_Reduce_local,
-    (inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: i32, op_h: i32),
-    errcomm = MPI_COMM_WORLD, {
-    // (`job()` builds a `Result` on every call: check the state word first)
-    if crate::runtime::state() != crate::runtime::INITIALIZED {
-        crate::runtime::job()?;
+/// The common case of MPI_Reduce_local: a predefined op on a predefined datatype it is
+/// defined on, a positive count, two distinct buffers, after MPI_Init. True when done;
+/// everything else (including every error) takes the full path.
+#[inline(always)]
+unsafe fn reduce_local_fast(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: c_int,
+    datatype: i32,
+    op_h: i32,
+) -> bool {
+    if count <= 0 || crate::runtime::state() != crate::runtime::INITIALIZED {
+        return false;
     }
-    // Fast path: a predefined op on a predefined datatype it is defined on, valid
-    // count and buffers. Everything else (including every error) takes the full path.
-    if let (Some(b), Some(p)) = (
+    let (Some(b), Some(p)) = (
         op::BuiltinOp::from_handle(op_h),
         crate::datatype::predefined::lookup(datatype),
-    ) {
-        if let Some(k) = op::predefined_kernel(b, p) {
-            let ok = |q: *const c_void| !q.is_null() && q as isize != MPI_IN_PLACE;
-            if count > 0 && ok(inbuf) && ok(inoutbuf) {
-                if let Some(bytes) = op::span(p, count as usize).filter(|&b| !overlaps(inbuf, inoutbuf, b)) {
-                    // SAFETY: as in the predefined arm below: the standard requires
-                    // both buffers to hold `count` elements of `datatype` (`bytes`
-                    // bytes); both are non-NULL and not MPI_IN_PLACE.
-                    let a = std::slice::from_raw_parts(inbuf as *const u8, bytes);
-                    // SAFETY: as above; inoutbuf is written through this one slice only.
-                    let io = std::slice::from_raw_parts_mut(inoutbuf as *mut u8, bytes);
-                    k(a, io);
-                    return Ok(());
-                }
-            }
-        }
+    ) else {
+        return false;
+    };
+    let Some(k) = op::predefined_kernel(b, p) else {
+        return false;
+    };
+    let ok = |q: *const c_void| !q.is_null() && q as isize != MPI_IN_PLACE;
+    if !ok(inbuf) || !ok(inoutbuf) {
+        return false;
     }
+    match op::span(p, count as usize) {
+        Some(bytes) if !overlaps(inbuf, inoutbuf, bytes) => {
+            // SAFETY: the standard requires both buffers to hold `count` elements of
+            // `datatype` (`bytes` bytes); both are non-NULL and not MPI_IN_PLACE.
+            let a = std::slice::from_raw_parts(inbuf as *const u8, bytes);
+            // SAFETY: as above; the buffers do not overlap, and inoutbuf is written
+            // through this one slice only.
+            let io = std::slice::from_raw_parts_mut(inoutbuf as *mut u8, bytes);
+            k(a, io);
+            true
+        }
+        _ => false,
+    }
+}
+
+mpi_entry!(MPI_Reduce_local, PMPI_Reduce_local,
+    (inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: i32, op_h: i32),
+    errcomm = MPI_COMM_WORLD,
+    fast = { reduce_local_fast(inbuf, inoutbuf, count, datatype, op_h) }, {
+    crate::runtime::job()?;
     let n = check_count(count)?;
     check_buffer(inbuf, "inbuf", n)?;
     check_buffer(inoutbuf, "inoutbuf", n)?;
