@@ -18,6 +18,7 @@ agreement check costs: see agree_bench().
 """
 import datetime
 import os
+import statistics
 import platform
 import shutil
 import signal
@@ -82,6 +83,7 @@ if QUICK:
     BATCHES = "5"
     RL_SIZES = [4096, 2097152, 16777216]
     RL_T = "0.03"
+    RL_ROUNDS = 1
     TIMEOUT = 90
 else:
     NPS = [2, 4, 8]
@@ -90,6 +92,7 @@ else:
     BATCHES = "7"
     RL_SIZES = [8 * 8 ** i for i in range(8)] + [64 << 20]
     RL_T = "0.05"
+    RL_ROUNDS = 3
     TIMEOUT = 300
 if os.environ.get("BENCH_NP"):
     NPS = [int(x) for x in os.environ["BENCH_NP"].split()]
@@ -186,23 +189,28 @@ def main():
                         raw.append("coll," + ",".join(f[1:8]))
                 log(f"  {st} in {time.time() - t0:.1f} s")
 
-    # reduce_local at np 1 (started through each launcher)
-    gbs = {}
+    # reduce_local at np 1 (started through each launcher), RL_ROUNDS rounds with the
+    # three implementations interleaved; each cell is the median over the rounds of
+    # the per-round median, so slow drifts of the machine hit all three alike.
+    samples = {}
     rl_sizes = ",".join(str(s) for s in RL_SIZES)
-    for impl in IMPLS:
-        cmd = launcher(impl, 1) + [os.path.join(BUILD, f"reduce_local.{impl}"), "-l", impl,
-                                    "-s", rl_sizes, "-t", RL_T]
-        log(f"run: reduce_local {impl}")
-        out, st = run(cmd, ENV[impl], TIMEOUT)
-        for line in out.splitlines():
-            f = line.split()
-            if len(f) >= 8 and f[0] == "RLOCAL":
-                who = f[1]
-                if who in ("cloop", "memcpy"):
-                    who = f"{who}@{impl}"
-                gbs[(who, f[2], f[3], int(f[4]))] = float(f[5])
-                raw.append(f"rlocal,{who},{f[2]}.{f[3]},1,{f[4]},{f[6]},,{f[7]}")
-        status[(impl, "reduce_local", 1)] = st
+    for rnd in range(RL_ROUNDS):
+        for impl in IMPLS:
+            cmd = launcher(impl, 1) + [os.path.join(BUILD, f"reduce_local.{impl}"), "-l", impl,
+                                        "-s", rl_sizes, "-t", RL_T]
+            log(f"run: reduce_local {impl} (round {rnd + 1} of {RL_ROUNDS})")
+            out, st = run(cmd, ENV[impl], TIMEOUT)
+            for line in out.splitlines():
+                f = line.split()
+                if len(f) >= 8 and f[0] == "RLOCAL":
+                    who = f[1]
+                    if who in ("cloop", "memcpy"):
+                        who = f"{who}@{impl}"
+                    samples.setdefault((who, f[2], f[3], int(f[4])), []).append(float(f[5]))
+                    raw.append(f"rlocal,{who},{f[2]}.{f[3]},1,{f[4]},{f[6]},,{f[7]}")
+            if status.get((impl, "reduce_local", 1), "ok") == "ok":
+                status[(impl, "reduce_local", 1)] = st
+    gbs = {k: statistics.median(v) for k, v in samples.items()}
 
     load1 = os.getloadavg()
     elapsed = time.time() - t_start
@@ -369,6 +377,42 @@ def report(lat, status, gbs, load0, load1, elapsed):
     L.append("")
     L.append("(`C loop` and `memcpy` rows: the same plain-C code in each of the three "
              "binaries, so the three columns show run-to-run noise.)")
+    L.append("")
+    L.append("### MPI_Reduce_local time ratios at every size (shmpi / MPICH, shmpi / Open MPI)")
+    L.append("")
+    L.append("Time per call of shmpi divided by that of the other implementation (below 1: "
+             "shmpi is faster), from the same cells as the table above.")
+    L.append("")
+    hdr = ["type.op"] + [human(s) for s in RL_SIZES]
+    L.append("| " + " | ".join(hdr) + " |")
+    L.append("|" + "---|" * len(hdr))
+    wins = cells = 0
+    slower = []
+    for t, o in combos:
+        row = [f"{t}.{o}"]
+        for s_ in RL_SIZES:
+            mine = gbs.get(("shmpi", t, o, s_))
+            parts = []
+            ok = mine is not None
+            for other in IMPLS[1:]:
+                v = gbs.get((other, t, o, s_))
+                if mine and v:
+                    r = v / mine  # time ratio = their GB/s / our GB/s
+                    parts.append(f"{r:.2f}")
+                    ok = ok and r <= 1.0
+                else:
+                    parts.append("-")
+                    ok = False
+            if mine is not None:
+                cells += 1
+                wins += ok
+                if not ok:
+                    slower.append(f"{t}.{o} {human(s_)}")
+            row.append(" / ".join(parts))
+        L.append("| " + " | ".join(row) + " |")
+    L.append("")
+    L.append(f"shmpi is at least as fast as both in {wins} of {cells} Reduce_local cells."
+             + (" Slower than at least one: " + ", ".join(slower) + "." if slower else ""))
     L.append("")
     return "\n".join(L)
 
