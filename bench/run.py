@@ -164,6 +164,7 @@ def human(b):
 def main():
     t_start = time.time()
     load0 = os.getloadavg()
+    ticks0 = cpu_ticks()
     build()
 
     # lat[(impl, coll, np, bytes)] = (median_us, min_us); status[(impl, coll, np)]
@@ -214,7 +215,11 @@ def main():
 
     load1 = os.getloadavg()
     elapsed = time.time() - t_start
-    md = report(lat, status, gbs, load0, load1, elapsed)
+    ticks1 = cpu_ticks()
+    steal = None
+    if ticks0 and ticks1 and ticks1[1] > ticks0[1]:
+        steal = 100.0 * (ticks1[0] - ticks0[0]) / (ticks1[1] - ticks0[1])
+    md = report(lat, status, gbs, load0, load1, elapsed, steal)
     os.makedirs(OUTDIR, exist_ok=True)
     with open(os.path.join(OUTDIR, "results.md"), "w") as f:
         f.write(md)
@@ -272,13 +277,27 @@ def stream_numbers(gbs):
     return big, med("cloop", "double", "sum"), med("memcpy", "byte", "copy")
 
 
-def report(lat, status, gbs, load0, load1, elapsed):
+def cpu_ticks():
+    """(steal, total) jiffies of all CPUs from /proc/stat, or None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return v[7] if len(v) > 7 else 0, sum(v[:8])
+    except (OSError, ValueError):
+        return None
+
+
+def report(lat, status, gbs, load0, load1, elapsed, steal=None):
     L = []
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     L.append(f"Run {now}, {'quick' if QUICK else 'full'} mode, {elapsed:.0f} s; "
              f"machine: {machine()}.")
     L.append(f"Load average before/after: {load0[0]:.2f} / {load1[0]:.2f} "
              "(other jobs may share the machine).")
+    if steal is not None:
+        L.append(f"CPU time stolen by the hypervisor during the run: {steal:.1f}% "
+                 "(from /proc/stat; when high, a spinning rank may keep its peer's "
+                 "virtual CPU from running).")
     L.append("")
     L.append("Settings:")
     for impl in IMPLS:
