@@ -106,7 +106,6 @@ pub async fn reduce_vector(
     part: &Part,
 ) -> MpiResult<()> {
     let ch = Chan::new(comm)?;
-    let all: Vec<usize> = (0..ch.n).collect();
     if ch.n == 1 {
         if let Some(s) = &part.send {
             if part.hi > part.lo {
@@ -122,7 +121,45 @@ pub async fn reduce_vector(
         }
         return Ok(());
     }
-    reduce_group(&ch, total, red, part, &all).await
+    // every member contributes, in rank order (no allocation for up to 256 members)
+    static IOTA: [usize; 256] = {
+        let mut a = [0usize; 256];
+        let mut i = 0;
+        while i < 256 {
+            a[i] = i;
+            i += 1;
+        }
+        a
+    };
+    let all: Vec<usize>;
+    let contrib = match IOTA.get(..ch.n) {
+        Some(s) => s,
+        None => {
+            all = (0..ch.n).collect();
+            &all
+        }
+    };
+    reduce_group(&ch, total, red, part, contrib).await
+}
+
+/// The slices `f(i)` of the members in `contrib`, in order, handed to `g`: on the stack
+/// for up to 16 members (a collective's hot path makes no allocation), else in a vector.
+fn with_sources<'s, R>(
+    contrib: &[usize],
+    f: impl Fn(usize) -> &'s [u8],
+    g: impl FnOnce(&[&'s [u8]]) -> R,
+) -> R {
+    const ON_STACK: usize = 16;
+    if contrib.len() <= ON_STACK {
+        let mut buf: [&[u8]; ON_STACK] = [&[]; ON_STACK];
+        for (b, &i) in buf.iter_mut().zip(contrib) {
+            *b = f(i);
+        }
+        g(&buf[..contrib.len()])
+    } else {
+        let v: Vec<&[u8]> = contrib.iter().map(|&i| f(i)).collect();
+        g(&v)
+    }
 }
 
 /// The reduction of the vectors of the channel members `contrib` (in canonical order);
@@ -147,12 +184,12 @@ pub async fn reduce_group(
         }
         ch.step().await?;
         if part.hi > part.lo {
-            let srcs: Vec<&[u8]> = contrib
-                .iter()
-                .map(|&i| ch.slice(ch.slot(i, p) + part.lo, part.hi - part.lo))
-                .collect();
             let out = &mut part.recv.as_mut_slice()[..part.hi - part.lo];
-            fold(red, &srcs, out)?;
+            with_sources(
+                contrib,
+                |i| ch.slice(ch.slot(i, p) + part.lo, part.hi - part.lo),
+                |srcs| fold(red, srcs, out),
+            )?;
         }
         return Ok(());
     }
@@ -183,11 +220,11 @@ pub async fn reduce_group(
                 let (a, b) = share(len / e, k, r);
                 if b > a {
                     let (a, b) = (a * e, b * e);
-                    let srcs: Vec<&[u8]> = contrib
-                        .iter()
-                        .map(|&i| ch.slice(ch.slot(i, p) + a, b - a))
-                        .collect();
-                    fold(red, &srcs, ch.slice_mut(ch.result(p) + a, b - a))?;
+                    with_sources(
+                        contrib,
+                        |i| ch.slice(ch.slot(i, p) + a, b - a),
+                        |srcs| fold(red, srcs, ch.slice_mut(ch.result(p) + a, b - a)),
+                    )?;
                 }
             }
             prev = Some((start, len, p));

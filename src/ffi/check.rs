@@ -30,6 +30,22 @@ pub fn count(c: impl Into<i64>, arg: &str) -> MpiResult<usize> {
     }
 }
 
+/// Every count of `arr` (named `arg` in messages: `arg[i]=-1 is negative`), without
+/// building any message unless one is negative.
+pub fn counts<C: Into<i64> + Copy>(arr: &[C], arg: &str) -> MpiResult<Vec<usize>> {
+    arr.iter()
+        .enumerate()
+        .map(|(i, &k)| {
+            let c: i64 = k.into();
+            if c < 0 {
+                count(c, &format!("{arg}[{i}]"))
+            } else {
+                Ok(c as usize)
+            }
+        })
+        .collect()
+}
+
 /// What the engine needs to know of a datatype. For a type that is not `contiguous`,
 /// data moves through `datatype::pack` / `datatype::unpack` on the `TypeRef` that
 /// `datatype::lookup_arg` returns (hold it for the operation).

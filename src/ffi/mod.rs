@@ -27,17 +27,21 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// With `fast = { ... }` before the body, that block runs first, outside the error
 /// handling and the hang-report bookkeeping of [`enter`]: it returns `true` when it
 /// completed the call (MPI_SUCCESS), `false` to fall through to the body. It must not
-/// panic, block or fail: it is for calls that are cheaper than that bookkeeping.
+/// block or fail: it is for calls that are cheaper than that bookkeeping.
 #[macro_export]
 macro_rules! mpi_entry {
     ($mpi:ident, $pmpi:ident, ($($a:ident : $t:ty),* $(,)?), errcomm = $ec:expr, fast = $fast:block, $body:block) => {
         #[no_mangle]
         pub unsafe extern "C" fn $pmpi($($a: $t),*) -> ::std::os::raw::c_int {
-            #[allow(unused_unsafe)]
-            // SAFETY: as for the body below; the fast block dereferences only what it
-            // checked itself.
-            let done = unsafe { $fast };
-            if done {
+            // (a panic there, which would be a bug, falls through to the body, where
+            // `enter` turns it into MPI_ERR_INTERN; catch_unwind costs nothing otherwise)
+            let done = ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(move || {
+                #[allow(unused_unsafe)]
+                // SAFETY: as for the body below; the fast block dereferences only what
+                // it checked itself.
+                unsafe { $fast }
+            }));
+            if let Ok(true) = done {
                 return $crate::abi::MPI_SUCCESS;
             }
             $crate::ffi::enter(stringify!($mpi), $ec, move || {

@@ -15,15 +15,27 @@ use std::time::{Duration, Instant};
 const SPIN: Duration = Duration::from_micros(20);
 /// Yield until this long, then sleep on the doorbell.
 const YIELD: Duration = Duration::from_micros(100);
+/// Sleep sooner when the yields of this long all came straight back.
+const LONELY: Duration = Duration::from_micros(30);
+/// A yield that took this long let another task run.
+const SWITCHED: Duration = Duration::from_micros(2);
 
-static TUNE: std::sync::LazyLock<(Duration, Duration)> = std::sync::LazyLock::new(|| {
+/// The spin and yield phases: SPIN and YIELD unless `SHMPI_SPIN_US` / `SHMPI_YIELD_US`
+/// (microseconds) say otherwise. On the 2-CPU virtual machine of the benchmarks there are
+/// phases in which yielding does not let the awaited peer run and each step lasts until
+/// the waiter sleeps; YIELD bounds that stall (it was 300 µs).
+static TUNE: std::sync::LazyLock<(Duration, Duration, Duration)> = std::sync::LazyLock::new(|| {
     let us = |k: &str, d: Duration| {
         std::env::var(k)
             .ok()
             .and_then(|v| v.parse::<u64>().ok())
             .map_or(d, Duration::from_micros)
     };
-    (us("SHMPI_SPIN_US", SPIN), us("SHMPI_YIELD_US", YIELD))
+    (
+        us("SHMPI_SPIN_US", SPIN),
+        us("SHMPI_YIELD_US", YIELD),
+        us("SHMPI_LONELY_US", LONELY),
+    )
 });
 
 /// How a rank waits, fixed at start-up.
@@ -130,6 +142,8 @@ pub struct Backoff<'a> {
     policy: WaitPolicy,
     iter: u32,
     start: Option<Instant>,
+    /// Since when every yield returned at once (nobody else ran on this CPU).
+    lonely: Option<Instant>,
 }
 
 impl<'a> Backoff<'a> {
@@ -140,6 +154,7 @@ impl<'a> Backoff<'a> {
             policy,
             iter: 0,
             start: None,
+            lonely: None,
         }
     }
 
@@ -160,17 +175,29 @@ impl<'a> Backoff<'a> {
             return;
         }
         let waited = start.elapsed();
-        let (spin, yield_) = *TUNE;
+        let (spin, yield_, _) = *TUNE;
         if !self.policy.oversubscribed && waited < spin {
             std::hint::spin_loop();
             return;
         }
         if waited < yield_ {
+            let t = Instant::now();
             // SAFETY: sched_yield has no preconditions.
             unsafe {
                 libc::sched_yield();
             }
-            return;
+            // A yield that comes straight back ran nobody: the awaited rank is on
+            // another CPU, or will not be run by yielding. Spinning on then only burns
+            // a CPU the peer may need (a virtual machine's host may run both virtual
+            // CPUs on one core), so after LONELY of such yields, sleep.
+            if t.elapsed() >= SWITCHED {
+                self.lonely = None;
+                return;
+            }
+            let since = *self.lonely.get_or_insert(t);
+            if t.duration_since(since) < TUNE.2 {
+                return;
+            }
         }
         crate::runtime::check_job_alive();
         // The timeout only bounds how long a dead peer goes unnoticed (check_job_alive).

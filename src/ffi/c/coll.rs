@@ -374,11 +374,10 @@ fn reduce_scatter_plan<C: Into<i64> + Copy>(
     comm: i32,
 ) -> Plan {
     let cm = check::comm(comm)?;
-    let counts = check::array(recvcounts, cm.size(), "recvcounts")?
-        .iter()
-        .enumerate()
-        .map(|(i, &k)| check::count(k, &format!("recvcounts[{i}]")))
-        .collect::<MpiResult<Vec<usize>>>()?;
+    let counts = check::counts(
+        check::array(recvcounts, cm.size(), "recvcounts")?,
+        "recvcounts",
+    )?;
     if cm.is_inter() {
         return coll_inter::reduce_scatter(&cm, sendbuf, recvbuf, &counts, datatype, op);
     }
