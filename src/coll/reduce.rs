@@ -60,7 +60,7 @@ const FOLD_BLOCK: usize = 8 << 10;
 
 /// Folds `srcs` (in rank order) into `acc` as the module comment says. `acc` must not
 /// overlap any source.
-fn fold(red: &Reduction<'_>, srcs: &[&[u8]], acc: &mut [u8]) -> MpiResult<()> {
+pub(crate) fn fold(red: &Reduction<'_>, srcs: &[&[u8]], acc: &mut [u8]) -> MpiResult<()> {
     let n = srcs.len();
     if n == 0 {
         return Ok(());
@@ -104,6 +104,7 @@ pub async fn reduce_vector(
     total: usize,
     red: &Reduction<'_>,
     part: &Part,
+    kind: super::direct::Kind,
 ) -> MpiResult<()> {
     let ch = Chan::new(comm)?;
     if ch.n == 1 {
@@ -119,6 +120,11 @@ pub async fn reduce_vector(
             part.recv.read_at(part.lo, &mut tmp);
             part.recv.write_at(0, &tmp);
         }
+        return Ok(());
+    }
+    if super::direct::wanted(kind, total, ch.n)
+        && super::direct::reduce(&ch, total, red, part).await?
+    {
         return Ok(());
     }
     // every member contributes, in rank order (no allocation for up to 256 members)

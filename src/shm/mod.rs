@@ -14,6 +14,7 @@
 //! |          | double-buffered per-member slots and a double-buffered result  |
 //!
 //! This module, the ffi layer and the SIMD kernels are the only homes of `unsafe`.
+pub mod peer;
 pub mod proto;
 pub mod wait;
 

@@ -7,6 +7,7 @@
 //! (`MPI_Iallreduce`: the body becomes the request, polled by the progress engine).
 use crate::abi::*;
 use crate::coll::agree::{kind_of, Desc};
+use crate::coll::direct::Kind;
 use crate::coll::nb::CollFuture;
 use crate::coll::reduce::{self, Part};
 use crate::comm::Comm;
@@ -210,12 +211,13 @@ fn reduce_body(
     total: usize,
     part: Part,
     desc: Desc,
+    kind: Kind,
 ) -> CollFuture {
     Box::pin(async move {
         c.set_desc(desc);
         let f = rd.func();
         let red = rd.reduction(&f);
-        reduce::reduce_vector(&c, total, &red, &part).await?;
+        reduce::reduce_vector(&c, total, &red, &part, kind).await?;
         st.finish()
     })
 }
@@ -245,7 +247,10 @@ fn allreduce_plan<C: Into<i64> + Copy>(
         lo: 0,
         hi: total,
     };
-    Ok((c.clone(), reduce_body(c, rd, st, total, part, desc)))
+    Ok((
+        c.clone(),
+        reduce_body(c, rd, st, total, part, desc, Kind::All),
+    ))
 }
 
 coll_entry!(MPI_Allreduce, PMPI_Allreduce, MPI_Iallreduce, PMPI_Iallreduce, MPI_Allreduce_init, PMPI_Allreduce_init, allreduce_plan, comm,
@@ -296,7 +301,10 @@ fn reduce_plan<C: Into<i64> + Copy>(
         lo: 0,
         hi,
     };
-    Ok((c.clone(), reduce_body(c, rd, st, total, part, desc)))
+    Ok((
+        c.clone(),
+        reduce_body(c, rd, st, total, part, desc, Kind::Arena),
+    ))
 }
 
 coll_entry!(MPI_Reduce, PMPI_Reduce, MPI_Ireduce, PMPI_Ireduce, MPI_Reduce_init, PMPI_Reduce_init, reduce_plan, comm,
@@ -341,7 +349,12 @@ fn reduce_scatter_counts(
         lo,
         hi: lo + block,
     };
-    Ok((c.clone(), reduce_body(c, rd, st, total, part, desc)))
+    let kind = if counts.contains(&0) {
+        Kind::Arena
+    } else {
+        Kind::Scatter
+    };
+    Ok((c.clone(), reduce_body(c, rd, st, total, part, desc, kind)))
 }
 
 fn reduce_scatter_block_plan<C: Into<i64> + Copy>(

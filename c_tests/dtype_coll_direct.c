@@ -1,0 +1,1 @@
+dtype_coll.c
