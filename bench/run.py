@@ -190,27 +190,31 @@ def main():
                         raw.append("coll," + ",".join(f[1:8]))
                 log(f"  {st} in {time.time() - t0:.1f} s")
 
-    # reduce_local at np 1 (started through each launcher), RL_ROUNDS rounds with the
-    # three implementations interleaved; each cell is the median over the rounds of
-    # the per-round median, so slow drifts of the machine hit all three alike.
+    # reduce_local at np 1 (started through each launcher): RL_ROUNDS rounds; in each,
+    # one process per (size, implementation), the three implementations back to back
+    # at each size, in an order that rotates from round to round. The speed of this
+    # VM drifts by 20-30% over tens of seconds (the plain C loop in one binary shows
+    # it), so the cells compared with each other are measured seconds apart, not a
+    # whole run apart. Each cell is the median over the rounds.
     samples = {}
-    rl_sizes = ",".join(str(s) for s in RL_SIZES)
     for rnd in range(RL_ROUNDS):
-        for impl in IMPLS:
-            cmd = launcher(impl, 1) + [os.path.join(BUILD, f"reduce_local.{impl}"), "-l", impl,
-                                        "-s", rl_sizes, "-t", RL_T]
-            log(f"run: reduce_local {impl} (round {rnd + 1} of {RL_ROUNDS})")
-            out, st = run(cmd, ENV[impl], TIMEOUT)
-            for line in out.splitlines():
-                f = line.split()
-                if len(f) >= 8 and f[0] == "RLOCAL":
-                    who = f[1]
-                    if who in ("cloop", "memcpy"):
-                        who = f"{who}@{impl}"
-                    samples.setdefault((who, f[2], f[3], int(f[4])), []).append(float(f[5]))
-                    raw.append(f"rlocal,{who},{f[2]}.{f[3]},1,{f[4]},{f[6]},,{f[7]}")
-            if status.get((impl, "reduce_local", 1), "ok") == "ok":
-                status[(impl, "reduce_local", 1)] = st
+        log(f"run: reduce_local, round {rnd + 1} of {RL_ROUNDS}")
+        for k, size in enumerate(RL_SIZES):
+            shift = (rnd + k) % len(IMPLS)
+            for impl in IMPLS[shift:] + IMPLS[:shift]:
+                cmd = launcher(impl, 1) + [os.path.join(BUILD, f"reduce_local.{impl}"),
+                                            "-l", impl, "-s", str(size), "-t", RL_T]
+                out, st = run(cmd, ENV[impl], TIMEOUT)
+                for line in out.splitlines():
+                    f = line.split()
+                    if len(f) >= 8 and f[0] == "RLOCAL":
+                        who = f[1]
+                        if who in ("cloop", "memcpy"):
+                            who = f"{who}@{impl}"
+                        samples.setdefault((who, f[2], f[3], int(f[4])), []).append(float(f[5]))
+                        raw.append(f"rlocal,{who},{f[2]}.{f[3]},1,{f[4]},{f[6]},,{f[7]}")
+                if status.get((impl, "reduce_local", 1), "ok") == "ok":
+                    status[(impl, "reduce_local", 1)] = st
     gbs = {k: statistics.median(v) for k, v in samples.items()}
 
     load1 = os.getloadavg()
