@@ -1,6 +1,7 @@
 //! MPI_Bcast: a pipeline over chunks of one slot. In step t the root deposits chunk t
 //! in its slot; after the step every other member copies it out. Cost: one
 //! synchronisation per chunk, two copies per receiver (root -> slot -> receiver).
+//! Mid-sized broadcasts may instead read the root's buffer directly (coll/direct.rs).
 use super::Chan;
 use crate::comm::Comm;
 use crate::error::MpiResult;
@@ -9,6 +10,9 @@ use crate::p2p::UserBuf;
 pub async fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
     let ch = Chan::new(comm)?;
     if ch.n == 1 {
+        return Ok(());
+    }
+    if super::direct::bcast(&ch, &buf, root).await? {
         return Ok(());
     }
     let total = buf.len();
