@@ -2,12 +2,13 @@
 """Build and run the collective benchmarks against shmpi, MPICH and Open MPI.
 
 Builds bench/collbench.c and bench/reduce_local.c once per implementation,
-runs collbench at np 2, 4, 8 (all three implementations interleaved, one
-collective at a time, so drift on a shared machine hits them alike) and
-reduce_local at np 1, then writes:
+runs collbench at np 2, 4, 8 (three rounds; in each the three implementations
+back to back, one collective at a time, in a rotating order, so drift on a shared
+machine hits them alike; a cell is the median over the rounds) and reduce_local at
+np 1, then writes:
 
   bench/results.md   markdown tables (latency per collective, ratios, GB/s)
-  bench/results.csv  every raw measurement
+  bench/results.csv  every raw measurement (one row per round)
   bench/latency.png  latency vs size, log-log, one panel per collective x np
 
 Environment: BENCH_QUICK=1 for a ~2 minute subset; BENCH_NP="2 4" to pick the
@@ -84,15 +85,17 @@ if QUICK:
     RL_SIZES = [4096, 2097152, 16777216]
     RL_T = "0.03"
     RL_ROUNDS = 1
+    COLL_ROUNDS = 1
     TIMEOUT = 90
 else:
     NPS = [2, 4, 8]
     SIZES = [8 * 8 ** i for i in range(8)] + [64 << 20]  # 8 B .. 16 MiB, 64 MiB
-    CELL_T = "0.15"
+    CELL_T = "0.1"
     BATCHES = "7"
     RL_SIZES = [8 * 8 ** i for i in range(8)] + [64 << 20]
     RL_T = "0.05"
     RL_ROUNDS = 3
+    COLL_ROUNDS = 3
     TIMEOUT = 300
 if os.environ.get("BENCH_NP"):
     NPS = [int(x) for x in os.environ["BENCH_NP"].split()]
@@ -172,23 +175,35 @@ def main():
     status = {}
     raw = ["kind,impl,op,np,bytes,median_us,min_us,iters"]
     maxsize = ",".join(str(s) for s in SIZES)
-    for np_ in NPS:
-        for coll in COLLS:
-            for impl in IMPLS:
-                cmd = launcher(impl, np_) + [
-                    os.path.join(BUILD, f"collbench.{impl}"), "-l", impl, "-o", coll,
-                    "-s", maxsize, "-t", CELL_T, "-b", BATCHES]
-                log(f"run: np={np_} {coll} {impl}")
-                t0 = time.time()
-                out, st = run(cmd, ENV[impl], TIMEOUT)
-                status[(impl, coll, np_)] = st
-                for line in out.splitlines():
-                    f = line.split()
-                    if len(f) >= 8 and f[0] == "RESULT":
-                        key = (f[1], f[2], int(f[3]), int(f[4]))
-                        lat[key] = (float(f[5]), float(f[6]))
-                        raw.append("coll," + ",".join(f[1:8]))
-                log(f"  {st} in {time.time() - t0:.1f} s")
+    # COLL_ROUNDS rounds of every (np, collective), the three implementations back to
+    # back in an order that rotates from round to round; a cell is the median over the
+    # rounds. One run of a collective can land in a slow phase of this VM: for seconds
+    # at a time every cache-line hand-off between the two virtual CPUs costs about 3x
+    # (seen with the ranks on different CPUs and both at 100%: the host moves the
+    # virtual CPUs between its cores), which hits whichever implementation runs then.
+    coll_samples = {}
+    for rnd in range(COLL_ROUNDS):
+        for np_ in NPS:
+            for c, coll in enumerate(COLLS):
+                shift = (rnd + c) % len(IMPLS)
+                for impl in IMPLS[shift:] + IMPLS[:shift]:
+                    cmd = launcher(impl, np_) + [
+                        os.path.join(BUILD, f"collbench.{impl}"), "-l", impl, "-o", coll,
+                        "-s", maxsize, "-t", CELL_T, "-b", BATCHES]
+                    log(f"run: np={np_} {coll} {impl} (round {rnd + 1} of {COLL_ROUNDS})")
+                    t0 = time.time()
+                    out, st = run(cmd, ENV[impl], TIMEOUT)
+                    if status.get((impl, coll, np_), "ok") == "ok":
+                        status[(impl, coll, np_)] = st
+                    for line in out.splitlines():
+                        f = line.split()
+                        if len(f) >= 8 and f[0] == "RESULT":
+                            key = (f[1], f[2], int(f[3]), int(f[4]))
+                            coll_samples.setdefault(key, []).append((float(f[5]), float(f[6])))
+                            raw.append("coll," + ",".join(f[1:8]))
+                    log(f"  {st} in {time.time() - t0:.1f} s")
+    for key, v in coll_samples.items():
+        lat[key] = (statistics.median(m for m, _ in v), min(x for _, x in v))
 
     # reduce_local at np 1 (started through each launcher): RL_ROUNDS rounds; in each,
     # one process per (size, implementation), the three implementations back to back
@@ -308,7 +323,8 @@ def report(lat, status, gbs, load0, load1, elapsed, steal=None):
         L.append(f"- {NICE[impl]}: {SETTINGS[impl]}")
     L.append("")
     L.append("Latency: median over batches of (batch time / iterations), max over ranks, in "
-             "microseconds. Ratios are shmpi / other: below 1 means shmpi is faster. "
+             f"microseconds; the median of {COLL_ROUNDS} rounds (separate runs, the three "
+             "implementations back to back in a rotating order). Ratios are shmpi / other: below 1 means shmpi is faster. "
              "For the reduce-scatter rows the size is each rank's whole send vector "
              "(each rank receives size/np). `timeout`: the run was killed after "
              f"{TIMEOUT} s.")
@@ -489,12 +505,14 @@ def plot(lat, path):
 def plot_only():
     """Redraw latency.png from an existing results.csv (no measurement)."""
     global SIZES, NPS
-    lat = {}
+    samples = {}
     with open(os.path.join(OUTDIR, "results.csv")) as f:
         for line in f:
             p = line.strip().split(",")
             if p[0] == "coll":
-                lat[(p[1], p[2], int(p[3]), int(p[4]))] = (float(p[5]), float(p[6]))
+                key = (p[1], p[2], int(p[3]), int(p[4]))
+                samples.setdefault(key, []).append((float(p[5]), float(p[6])))
+    lat = {k: (median([m for m, _ in v]), min(x for _, x in v)) for k, v in samples.items()}
     SIZES = sorted({k[3] for k in lat if k[1] != "barrier"})
     NPS = sorted({k[2] for k in lat})
     plot(lat, os.path.join(OUTDIR, "latency.png"))
