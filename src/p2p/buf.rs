@@ -38,6 +38,18 @@ impl UserBuf {
     pub fn addr(&self) -> usize {
         self.ptr as usize
     }
+    /// Bytes `off..off + len` of the buffer.
+    pub fn sub(&self, off: usize, len: usize) -> UserBuf {
+        assert!(off + len <= self.len);
+        if len == 0 {
+            return UserBuf::empty();
+        }
+        UserBuf {
+            // SAFETY: in bounds (checked), so the offset pointer stays inside the buffer.
+            ptr: unsafe { self.ptr.add(off) },
+            len,
+        }
+    }
     /// Copies `src` into the buffer at byte `off`.
     pub fn write_at(&self, off: usize, src: &[u8]) {
         assert!(off + src.len() <= self.len);

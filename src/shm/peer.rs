@@ -42,20 +42,44 @@ fn probe_parent() -> bool {
 
 /// Copies `dst.len()` bytes at address `remote` of process `pid` into `dst`.
 pub fn read(pid: i32, remote: usize, dst: &mut [u8]) -> io::Result<()> {
+    transfer(pid, remote, dst.as_mut_ptr(), dst.len(), false)
+}
+
+/// Copies `src` to address `remote` of process `pid`.
+pub fn write(pid: i32, remote: usize, src: &[u8]) -> io::Result<()> {
+    transfer(pid, remote, src.as_ptr().cast_mut(), src.len(), true)
+}
+
+/// Moves `len` bytes between `local` and address `remote` of process `pid`: into
+/// `local` (`to_remote` false), or from it, which is then only read.
+fn transfer(
+    pid: i32,
+    remote: usize,
+    local: *mut u8,
+    len: usize,
+    to_remote: bool,
+) -> io::Result<()> {
     let mut done = 0;
-    while done < dst.len() {
-        let local = libc::iovec {
-            iov_base: dst[done..].as_mut_ptr().cast(),
-            iov_len: dst.len() - done,
+    while done < len {
+        let loc = libc::iovec {
+            // SAFETY: `done < len`: inside the caller's buffer.
+            iov_base: unsafe { local.add(done) }.cast(),
+            iov_len: len - done,
         };
         let rem = libc::iovec {
             iov_base: (remote + done) as *mut libc::c_void,
-            iov_len: dst.len() - done,
+            iov_len: len - done,
         };
-        // SAFETY: the local iovec covers the rest of `dst`, which we borrow mutably;
-        // the remote range is read by the kernel in the other process, which checks
-        // it (EFAULT if unmapped there).
-        let r = unsafe { libc::process_vm_readv(pid, &local, 1, &rem, 1, 0) };
+        // SAFETY: the local iovec covers the rest of the caller's buffer (borrowed
+        // mutably by `read`; only read by the kernel for `write`); the remote range is
+        // checked by the kernel in the other process (EFAULT if not mapped there).
+        let r = unsafe {
+            if to_remote {
+                libc::process_vm_writev(pid, &loc, 1, &rem, 1, 0)
+            } else {
+                libc::process_vm_readv(pid, &loc, 1, &rem, 1, 0)
+            }
+        };
         if r < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
