@@ -427,18 +427,21 @@ def report(lat, status, gbs, load0, load1, elapsed, steal=None):
     L.append("|" + "---|" * len(hdr))
     wins = cells = 0
     slower = []
+    clearly = []  # more than 5% slower than at least one
     for t, o in combos:
         row = [f"{t}.{o}"]
         for s_ in RL_SIZES:
             mine = gbs.get(("shmpi", t, o, s_))
             parts = []
             ok = mine is not None
+            worst = 0.0
             for other in IMPLS[1:]:
                 v = gbs.get((other, t, o, s_))
                 if mine and v:
                     r = v / mine  # time ratio = their GB/s / our GB/s
                     parts.append(f"{r:.2f}")
                     ok = ok and r <= 1.0
+                    worst = max(worst, r)
                 else:
                     parts.append("-")
                     ok = False
@@ -447,11 +450,16 @@ def report(lat, status, gbs, load0, load1, elapsed, steal=None):
                 wins += ok
                 if not ok:
                     slower.append(f"{t}.{o} {human(s_)}")
+                if worst > 1.05:
+                    clearly.append(f"{t}.{o} {human(s_)} ({worst:.2f})")
             row.append(" / ".join(parts))
         L.append("| " + " | ".join(row) + " |")
     L.append("")
     L.append(f"shmpi is at least as fast as both in {wins} of {cells} Reduce_local cells."
              + (" Slower than at least one: " + ", ".join(slower) + "." if slower else ""))
+    L.append("")
+    L.append(f"More than 5% slower than at least one in {len(clearly)} of {cells}"
+             + (": " + ", ".join(clearly) + "." if clearly else "."))
     L.append("")
     return "\n".join(L)
 
