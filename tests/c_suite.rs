@@ -398,7 +398,7 @@ fn main() -> ExitCode {
                     };
                     cmd.arg("-n").arg(np.to_string()).arg(exe(t)).args(&t.args);
                     for (k, v) in &t.env {
-                        if k == "SHMPI_DIRECT" && v == "require" && !peers_readable() {
+                        if k == "SHMPI_DIRECT" && v == "require" && !shmpi::shm::peer::usable() {
                             // This system refuses process_vm_readv between siblings:
                             // the direct path falls back, and the test still checks
                             // the results.
@@ -469,22 +469,4 @@ fn main() -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
-}
-
-/// Whether this system lets a process read its siblings' memory (the library's direct
-/// path needs it): the same probe as the library's, reading an unmapped page of the
-/// parent process, where EFAULT means the access check passed.
-fn peers_readable() -> bool {
-    let mut byte = 0u8;
-    let local = libc::iovec {
-        iov_base: (&mut byte as *mut u8).cast(),
-        iov_len: 1,
-    };
-    let remote = libc::iovec {
-        iov_base: 0x1000 as *mut libc::c_void,
-        iov_len: 1,
-    };
-    // SAFETY: one local iovec over a byte we own; the remote one is checked by the kernel.
-    let r = unsafe { libc::process_vm_readv(libc::getppid(), &local, 1, &remote, 1, 0) };
-    r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EFAULT)
 }

@@ -1,6 +1,7 @@
-//! Reading another rank's memory directly (`process_vm_readv`): one copy from a peer's
-//! user buffer into ours, instead of two through the arena. Used by the large
-//! reductions (coll/direct.rs) when the system allows it.
+//! Copying between ranks' memory directly (`process_vm_readv`/`process_vm_writev`): one
+//! copy between the user buffers of two processes, instead of two through the arena.
+//! Used by large reductions and broadcasts (coll/direct.rs) when the system allows it,
+//! and by the C test harness to learn whether it does.
 //!
 //! Whether it does depends on the kernel's ptrace policy (Yama's `ptrace_scope` 1 lets a
 //! process read only its descendants, not its siblings), on a seccomp filter (some
