@@ -1,7 +1,8 @@
 //! MPI_Bcast: a pipeline over chunks of one slot. In step t the root deposits chunk t
 //! in its slot; after the step every other member copies it out. Cost: one
 //! synchronisation per chunk, two copies per receiver (root -> slot -> receiver).
-//! Mid-sized broadcasts may instead read the root's buffer directly (coll/direct.rs).
+//! From 32 KiB, with no more members than CPUs, the data may instead go directly between
+//! the processes' buffers (coll/direct.rs).
 use super::Chan;
 use crate::comm::Comm;
 use crate::error::MpiResult;

@@ -381,33 +381,53 @@ fn fold_range(
     // Each source's block stays in the cache while it is folded: about 1 MiB in all.
     let blk = ((1 << 20) / n).clamp(64 << 10, 512 << 10) / e * e;
     let blk = blk.max(e);
-    let mut tmp = vec![0u8; n * blk];
-    let out = part.recv.as_mut_slice();
-    let mut off = a;
-    while off < b {
-        let len = blk.min(b - off);
-        for ((i, info), buf) in infos.iter().enumerate().zip(tmp.chunks_mut(blk)) {
-            let dst = &mut buf[..len];
-            if i != me {
-                peer::read(info.pid as i32, info.input as usize + off, dst)
-                    .map_err(|x| io_err("reading the input", info.pid, x))?;
-            } else if part.send.is_none() {
-                // in place: my input is where the result goes, so it is copied first
-                part.recv.read_at(off, dst);
+    with_stage(n * blk, |tmp| {
+        let out = part.recv.as_mut_slice();
+        let mut off = a;
+        while off < b {
+            let len = blk.min(b - off);
+            for ((i, info), buf) in infos.iter().enumerate().zip(tmp.chunks_mut(blk)) {
+                let dst = &mut buf[..len];
+                if i != me {
+                    peer::read(info.pid as i32, info.input as usize + off, dst)
+                        .map_err(|x| io_err("reading the input", info.pid, x))?;
+                } else if part.send.is_none() {
+                    // in place: my input is where the result goes, so it is copied first
+                    part.recv.read_at(off, dst);
+                }
             }
+            let srcs: Vec<&[u8]> = tmp
+                .chunks(blk)
+                .enumerate()
+                .map(|(i, c)| match &part.send {
+                    Some(s) if i == me => &s.as_slice()[off..off + len],
+                    _ => &c[..len],
+                })
+                .collect();
+            fold(red, &srcs, &mut out[off - part.lo..off - part.lo + len])?;
+            off += len;
         }
-        let srcs: Vec<&[u8]> = tmp
-            .chunks(blk)
-            .enumerate()
-            .map(|(i, c)| match &part.send {
-                Some(s) if i == me => &s.as_slice()[off..off + len],
-                _ => &c[..len],
-            })
-            .collect();
-        fold(red, &srcs, &mut out[off - part.lo..off - part.lo + len])?;
-        off += len;
+        Ok(())
+    })
+}
+
+thread_local! {
+    /// fold_range's staging buffer, kept between calls.
+    static STAGE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Runs `f` on a staging buffer of `len` bytes kept between calls: allocating and
+/// faulting in 1 MiB on every call made Reduce_scatter_block of 1 MiB at 2 ranks 15%
+/// slower (80 against 69 µs) and Allreduce of 1 MiB 5-10%. The buffer is taken out of
+/// its cell while in use, so a user operation that re-enters MPI gets a fresh one.
+fn with_stage<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    let mut tmp = STAGE.with(|c| c.take());
+    if tmp.len() < len {
+        tmp = vec![0u8; len];
     }
-    Ok(())
+    let r = f(&mut tmp[..len]);
+    STAGE.with(|c| c.set(tmp));
+    r
 }
 
 /// Copies the other members' shares of the result from their outputs into mine.
