@@ -3,7 +3,8 @@
  * nothing hangs, and the library stays usable. The failure is real: after a first
  * direct Allreduce, the last rank installs a seccomp filter that makes
  * process_vm_readv/writev fail with EPERM (as a sandbox would), while its cached probe
- * still says it can take part. Run with SHMPI_DIRECT=require. */
+ * still says it can take part. Run with SHMPI_DIRECT=require (so every size and member
+ * count takes the direct path). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/audit.h>
@@ -103,6 +104,8 @@ int main(int argc, char **argv) {
     expect_failure(MPI_Allreduce(x, y, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
     expect_failure(MPI_Reduce_scatter_block(x, y, n / size, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
                    "MPI_Reduce_scatter_block");
+    expect_failure(MPI_Reduce(x, y, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce to rank 0");
+    expect_failure(MPI_Reduce(x, y, n, MPI_DOUBLE, MPI_SUM, size - 1, MPI_COMM_WORLD), "MPI_Reduce to the last rank");
     expect_failure(MPI_Bcast(x, n, MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast from rank 0");
     expect_failure(MPI_Bcast(x, n, MPI_DOUBLE, size - 1, MPI_COMM_WORLD), "MPI_Bcast from the last rank");
 

@@ -5,7 +5,7 @@
 //! members than CPUs online; the system must allow the reads (peer.rs).
 //!
 //! MPI_Bcast: every receiver reads the root's buffer (see [`bcast`]). Reductions take
-//! one of two shapes, chosen by what the members receive (all members see the same
+//! one of three shapes, chosen by what the members receive (all members see the same
 //! choice, from what they published):
 //! - **everyone receives everything** (MPI_Allreduce): member r reduces its 1/n share of
 //!   the vector, reading the other members' inputs block by block into a cache-sized
@@ -13,6 +13,12 @@
 //!   the other shares from the other members' receive buffers into its own; a last step
 //!   keeps every buffer alive until all have read it. Per member about 2.5 bytes of
 //!   memory traffic per byte of vector at n = 2, against about 5.5 through the arena.
+//! - **one member receives everything** (MPI_Reduce): member r reduces its 1/n share
+//!   as above into a cache-sized block and writes it into the root's receive buffer
+//!   (process_vm_writev); the last step keeps the inputs alive until all have read
+//!   them and tells the root its buffer is complete. With MPI_IN_PLACE at the root,
+//!   each member reads and writes only its own share of the root's buffer, block by
+//!   block.
 //! - **disjoint ranges in rank order, not in place** (MPI_Reduce_scatter(_block)):
 //!   member r reduces exactly the range it receives, straight into its
 //!   receive buffer; one more step keeps the inputs alive until all have read them.
@@ -112,14 +118,16 @@ fn cpus_online() -> usize {
 /// What the members of a reduction receive, as every member knows it from the call.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// Reductions the direct path does not take. MPI_Reduce, where the root receives
-    /// everything: at 2 ranks, the root reading the other's input and folding it
-    /// alone measured 1.2-1.6x slower than the arena path from 64 KiB to 2 MiB (where
-    /// both members copy and fold in parallel), and each member writing its share into
-    /// the root's buffer (process_vm_writev) 10-25% slower from 1 to 64 MiB.
     /// Reduce-scatters where some member receives nothing (the others would wait for
-    /// the ones with work).
+    /// the ones with work): never direct.
     Arena,
+    /// MPI_Reduce: the root receives everything. Each member folds its 1/n share and
+    /// writes it into the root's buffer (process_vm_writev). At 2 ranks that took
+    /// 0.94x the arena path's time at 64 KiB, 0.75x at 128 KiB, 0.72x at 256 KiB and
+    /// 0.95x at 512 KiB, but 1.04x at 1 MiB, 1.07x at 2 MiB and 1.05-1.1x at 16-64 MiB
+    /// (where the arena pipelines its chunks), so it runs from 64 KiB up to 1 MiB.
+    /// The root reading and folding everything alone was slower everywhere (1.2-1.6x).
+    Rooted,
     /// MPI_Allreduce: everyone receives everything.
     All,
     /// MPI_Reduce_scatter(_block): everyone receives a non-empty part.
@@ -141,14 +149,16 @@ fn min_bytes() -> Option<usize> {
 /// facts only). The size limits are where the direct path measured faster than the
 /// arena path at 2 ranks on 2 CPUs (bench/collbench.c, `SHMPI_DIRECT=0` against
 /// unset): MPI_Reduce_scatter(_block) from 512 KiB (1.2x at 512 KiB, 1.5x at 2-4 MiB,
-/// 1.05-1.15x at 16-64 MiB); MPI_Allreduce from 1 MiB to 8 MiB (1.1-1.15x), while
+/// 1.05-1.15x at 16-64 MiB); MPI_Allreduce from 1 MiB up to 16 MiB (1.1-1.15x), while
 /// from 16 MiB on, where the vectors are far beyond the caches, the kernel's copies
-/// (which cannot stream past the cache) made it 5-15% slower.
+/// (which cannot stream past the cache) made it 5-15% slower; MPI_Reduce from 64 KiB
+/// up to 1 MiB (see [`Kind::Rooted`]).
 pub fn wanted(kind: Kind, total: usize, n: usize) -> bool {
     const MIB: usize = 1 << 20;
     let forced = matches!(mode(), Mode::On | Mode::Require);
     let (lo, hi) = match kind {
         Kind::Arena => return false,
+        Kind::Rooted => (MIB / 16, if forced { usize::MAX } else { MIB }),
         Kind::All => (MIB, if forced { usize::MAX } else { 16 * MIB }),
         Kind::Scatter => (MIB / 2, usize::MAX),
     };
@@ -168,6 +178,8 @@ fn member_count_ok(n: usize) -> bool {
 enum Shape {
     /// Everyone receives the whole vector.
     All,
+    /// Member r (MPI_Reduce's root) receives the whole vector, the others nothing.
+    Root(usize),
     /// Member i receives `[lo_i, hi_i)`, non-empty, contiguous and in rank order, not in
     /// place.
     Ranges,
@@ -180,6 +192,15 @@ fn shape(infos: &[Info], total: u64) -> Option<Shape> {
     let full = |i: &Info| i.lo == 0 && i.hi == total;
     if infos.iter().all(full) {
         return Some(Shape::All);
+    }
+    if let Some(r) = infos.iter().position(full) {
+        // The root may be in place: each member reads and writes only its own share
+        // of the root's buffer, block by block.
+        let rest_empty = infos
+            .iter()
+            .enumerate()
+            .all(|(k, i)| k == r || (i.hi == i.lo && i.flags & IN_PLACE == 0));
+        return rest_empty.then_some(Shape::Root(r));
     }
     let mut at = 0;
     for i in infos {
@@ -221,16 +242,22 @@ pub async fn reduce(
         return Ok(false);
     };
     let e = red.extent.max(1);
-    // My range of the vector: an equal share, or what I receive.
-    let (a, b) = match shape {
+    // My range of the vector (an equal share, or what I receive) and where its result
+    // goes (my receive buffer, or the root's).
+    let (a, b, to) = match shape {
         Shape::All => {
             let (x, y) = share(total / e, n, me);
-            (x * e, y * e)
+            (x * e, y * e, None)
         }
-        Shape::Ranges => (part.lo, part.hi),
+        Shape::Root(r) => {
+            let (x, y) = share(total / e, n, me);
+            let to = (r != me).then(|| (infos[r].pid as i32, infos[r].output as usize));
+            (x * e, y * e, to)
+        }
+        Shape::Ranges => (part.lo, part.hi, None),
     };
     // A failure ends the operation at the next step, at every member (settle).
-    let failed = fold_range(&infos, me, red, part, a, b).err();
+    let failed = fold_range(&infos, me, red, part, a, b, to).err();
     // The other members gather my share next: all learn of a failed fold first.
     settle(ch, failed).await?;
     if let Shape::All = shape {
@@ -363,8 +390,9 @@ pub async fn bcast(ch: &Chan<'_>, buf: &crate::p2p::UserBuf, root: usize) -> Mpi
     Ok(true)
 }
 
-/// Folds bytes `a..b` of the vector into my output (at `a - lo`), reading the other members' inputs block
-/// by block.
+/// Folds bytes `a..b` of the vector into my output (at `a - lo`), or into process `pid`'s
+/// buffer at `base + a` when `to` is `Some((pid, base))`, reading the other members'
+/// inputs block by block.
 fn fold_range(
     infos: &[Info],
     me: usize,
@@ -372,6 +400,7 @@ fn fold_range(
     part: &Part,
     a: usize,
     b: usize,
+    to: Option<(i32, usize)>,
 ) -> MpiResult<()> {
     if b <= a {
         return Ok(());
@@ -381,7 +410,9 @@ fn fold_range(
     // Each source's block stays in the cache while it is folded: about 1 MiB in all.
     let blk = ((1 << 20) / n).clamp(64 << 10, 512 << 10) / e * e;
     let blk = blk.max(e);
-    with_stage(n * blk, |tmp| {
+    // n source blocks, and one more for the result when it goes to another process
+    with_stage((n + 1) * blk, |stage| {
+        let (tmp, acc) = stage.split_at_mut(n * blk);
         let out = part.recv.as_mut_slice();
         let mut off = a;
         while off < b {
@@ -404,7 +435,14 @@ fn fold_range(
                     _ => &c[..len],
                 })
                 .collect();
-            fold(red, &srcs, &mut out[off - part.lo..off - part.lo + len])?;
+            match to {
+                None => fold(red, &srcs, &mut out[off - part.lo..off - part.lo + len])?,
+                Some((pid, base)) => {
+                    fold(red, &srcs, &mut acc[..len])?;
+                    peer::write(pid, base + off, &acc[..len])
+                        .map_err(|x| io_err("writing the result", pid as u64, x))?;
+                }
+            }
             off += len;
         }
         Ok(())

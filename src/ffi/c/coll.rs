@@ -303,7 +303,7 @@ fn reduce_plan<C: Into<i64> + Copy>(
     };
     Ok((
         c.clone(),
-        reduce_body(c, rd, st, total, part, desc, Kind::Arena),
+        reduce_body(c, rd, st, total, part, desc, Kind::Rooted),
     ))
 }
 
