@@ -182,7 +182,9 @@ pub async fn reduce_group(
     let k = contrib.len();
     let my_share = contrib.iter().position(|&c| c == ch.me);
     let chunk = (ch.slot_bytes / e) * e;
-    assert!(chunk > 0, "datatype extent {e} larger than a channel slot");
+    if total > 0 && chunk == 0 {
+        return reduce_big(ch, total, red, part, contrib).await;
+    }
     if total <= SMALL.min(chunk) {
         let (_, p) = ch.next_step();
         if total > 0 && my_share.is_some() {
@@ -239,6 +241,156 @@ pub async fn reduce_group(
     Ok(())
 }
 
+/// Streams `total` bytes of member `from`'s vector through its slot, a slot at a time:
+/// `fill(off, dst)` writes them at `from`, `take(off, chunk)` sees them everywhere after
+/// each step (every channel member calls this with the same `from` and `total`).
+async fn stream(
+    ch: &Chan<'_>,
+    from: usize,
+    total: usize,
+    fill: impl Fn(usize, &mut [u8]),
+    mut take: impl FnMut(usize, &[u8]),
+) -> MpiResult<()> {
+    let slot = ch.slot_bytes;
+    for start in (0..total).step_by(slot) {
+        let (_, p) = ch.next_step();
+        let len = slot.min(total - start);
+        if ch.me == from {
+            fill(start, ch.slice_mut(ch.slot(from, p), len));
+        }
+        ch.step().await?;
+        take(start, ch.slice(ch.slot(from, p), len));
+    }
+    Ok(())
+}
+
+/// The contributors in the order the fold takes them: `acc = x_first`, then
+/// `acc = x op acc` for each following one (module comment).
+fn fold_order(red: &Reduction<'_>, contrib: &[usize]) -> Vec<usize> {
+    let mut v = contrib.to_vec();
+    if !red.commutative {
+        v.reverse();
+    }
+    v
+}
+
+/// The reduction when one element (a user operation's datatype extent) is larger than
+/// a channel slot, so that no chunk of the pipeline holds a whole element: member 0
+/// collects the contributors' whole vectors one after another (each streamed through
+/// its owner's slot) and folds each into an accumulator in the canonical order; then it
+/// streams the result through its own slot and every member keeps the part it
+/// receives. Each element is still reduced once, by one member, and everyone gets the
+/// same bits. One step per slot of data per contributor, and two vectors of memory at
+/// member 0: only such elements come here.
+async fn reduce_big(
+    ch: &Chan<'_>,
+    total: usize,
+    red: &Reduction<'_>,
+    part: &Part,
+    contrib: &[usize],
+) -> MpiResult<()> {
+    let folder = ch.me == 0;
+    let size = if folder { total } else { 0 };
+    let (mut acc, mut tmp) = (vec![0u8; size], vec![0u8; size]);
+    let mut failed = None;
+    for (k, c) in fold_order(red, contrib).into_iter().enumerate() {
+        let dst = if k == 0 { &mut acc } else { &mut tmp };
+        stream(
+            ch,
+            c,
+            total,
+            |off, d| part.input(off, d),
+            |off, src| {
+                if folder {
+                    dst[off..off + src.len()].copy_from_slice(src)
+                }
+            },
+        )
+        .await?;
+        if folder && k > 0 && failed.is_none() {
+            failed = (red.f)(&tmp, &mut acc).err();
+        }
+    }
+    // Member 0 tells everyone whether the fold failed before anyone takes its result.
+    if folder {
+        ch.put_args(&[failed.is_some() as u64]);
+    }
+    ch.step().await?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if ch.peer_args(0, 0) != 0 {
+        return Err(crate::error::err(
+            crate::abi::MPI_ERR_OTHER,
+            "member 0 of the communicator failed to fold the vectors (its own error says why); no result".to_string(),
+        ));
+    }
+    stream(
+        ch,
+        0,
+        total,
+        |off, d| d.copy_from_slice(&acc[off..off + d.len()]),
+        |off, src| {
+            let lo = part.lo.max(off);
+            let hi = part.hi.min(off + src.len());
+            if hi > lo {
+                part.recv.write_at(lo - part.lo, &src[lo - off..hi - off]);
+            }
+        },
+    )
+    .await
+}
+
+/// MPI_Scan and MPI_Exscan when one element is larger than a channel slot (see
+/// [`reduce_big`]): every member's vector is streamed to all in the fold order, and
+/// each member folds the ones it needs (`0..upto`) into an accumulator.
+async fn scan_big(
+    ch: &Chan<'_>,
+    total: usize,
+    red: &Reduction<'_>,
+    send: Option<UserBuf>,
+    recv: UserBuf,
+    upto: usize,
+) -> MpiResult<()> {
+    let size = if upto > 0 { total } else { 0 };
+    let (mut acc, mut tmp) = (vec![0u8; size], vec![0u8; size]);
+    let all: Vec<usize> = (0..ch.n).collect();
+    let mut first = true;
+    let mut failed = None;
+    for c in fold_order(red, &all) {
+        let wanted = c < upto;
+        let dst = if first { &mut acc } else { &mut tmp };
+        stream(
+            ch,
+            c,
+            total,
+            |off, d| match &send {
+                Some(s) => s.read_at(off, d),
+                None => recv.read_at(off, d),
+            },
+            |off, src| {
+                if wanted {
+                    dst[off..off + src.len()].copy_from_slice(src)
+                }
+            },
+        )
+        .await?;
+        if wanted {
+            if !first && failed.is_none() {
+                failed = (red.f)(&tmp, &mut acc).err();
+            }
+            first = false;
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if upto > 0 {
+        recv.write_at(0, &acc);
+    }
+    Ok(())
+}
+
 /// MPI_Scan (inclusive) and MPI_Exscan: member i receives the fold of members 0..=i
 /// (or 0..i).
 pub async fn scan(
@@ -259,8 +411,11 @@ pub async fn scan(
         return Ok(());
     }
     let chunk = (ch.slot_bytes / e) * e;
-    let nchunks = total.div_ceil(chunk).max(1);
     let upto = if exclusive { ch.me } else { ch.me + 1 };
+    if total > 0 && chunk == 0 {
+        return scan_big(&ch, total, red, send, recv, upto).await;
+    }
+    let nchunks = total.div_ceil(chunk).max(1);
     for t in 0..nchunks {
         let (_, p) = ch.next_step();
         let start = t * chunk;
