@@ -19,6 +19,7 @@ pub async fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
     let total = buf.len();
     let chunk = ch.slot_bytes;
     let nchunks = total.div_ceil(chunk).max(1);
+    let nt = crate::p2p::buf::streaming(total);
     for t in 0..nchunks {
         let (_, p) = ch.next_step();
         let start = t * chunk;
@@ -28,7 +29,7 @@ pub async fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
         }
         ch.step().await?;
         if ch.me != root && len > 0 {
-            buf.write_at(start, ch.slice(ch.slot(root, p), len));
+            buf.write_at_nt(start, ch.slice(ch.slot(root, p), len), nt);
         }
     }
     Ok(())

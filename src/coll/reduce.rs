@@ -202,6 +202,7 @@ pub async fn reduce_group(
         return Ok(());
     }
     let nchunks = total.div_ceil(chunk);
+    let nt = crate::p2p::buf::streaming(part.hi - part.lo);
     let mut prev: Option<(usize, usize, usize)> = None; // (chunk start, len, parity)
     for t in 0..=nchunks {
         let (_, p) = ch.next_step();
@@ -217,9 +218,10 @@ pub async fn reduce_group(
             let lo = part.lo.max(start);
             let hi = part.hi.min(start + len);
             if hi > lo {
-                part.recv.write_at(
+                part.recv.write_at_nt(
                     lo - part.lo,
                     ch.slice(ch.result(pp) + (lo - start), hi - lo),
+                    nt,
                 );
             }
         }

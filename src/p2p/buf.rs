@@ -59,6 +59,19 @@ impl UserBuf {
         // SAFETY: in bounds (checked); the caller of `new` promised validity.
         unsafe { ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(off), src.len()) }
     }
+    /// Copies `src` into the buffer at byte `off`, with non-temporal stores when
+    /// `streaming` (see [`streaming`]): the written lines go to memory without being
+    /// read first and without evicting the cache.
+    pub fn write_at_nt(&self, off: usize, src: &[u8], streaming: bool) {
+        assert!(off + src.len() <= self.len);
+        if !streaming || src.len() < 256 {
+            return self.write_at(off, src);
+        }
+        // SAFETY: in bounds (checked); the caller of `new` promised validity, and the
+        // destination (a user buffer) does not overlap `src` (the arena or a staging
+        // buffer).
+        unsafe { copy_nt(self.ptr.add(off), src) }
+    }
     /// Copies bytes at `off` into `dst`.
     pub fn read_at(&self, off: usize, dst: &mut [u8]) {
         assert!(off + dst.len() <= self.len);
@@ -86,6 +99,70 @@ impl UserBuf {
         // the MPI rules give the operation exclusive use of it.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
+}
+
+/// Whether an operation that writes `bytes` into a user buffer does so with
+/// non-temporal stores: when the buffer is larger than the caches, a plain store first
+/// reads every line it writes (and evicts something useful), so a plain copy moves three
+/// bytes through memory per byte written where a streaming one moves two (copying 64 MiB
+/// out of a cache-resident buffer: 3.6 ms against 6.7 ms here). At 4 ranks on 2 CPUs the
+/// arena path of MPI_Allreduce took 0.75-0.85x the time from 16 MiB and MPI_Bcast
+/// 0.65-0.7x; from 1 to 4 MiB, where the buffers still fit in the last-level cache,
+/// streaming was even or slower. `SHMPI_STREAM_MIN` (bytes, default 8 MiB) moves the
+/// threshold. (The cache size the system reports is no guide: this VM reports 256 MiB.)
+pub fn streaming(bytes: usize) -> bool {
+    static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    bytes
+        >= *MIN.get_or_init(|| {
+            std::env::var("SHMPI_STREAM_MIN")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(8 << 20)
+        })
+}
+
+/// Copies `src` to `dst` with non-temporal (streaming) stores, then fences them, so
+/// they are ordered before whatever the caller publishes next (a step's release store
+/// does not order streaming stores).
+///
+/// # Safety
+/// `dst` must be valid for writes of `src.len()` bytes and not overlap `src`.
+#[cfg(target_arch = "x86_64")]
+unsafe fn copy_nt(dst: *mut u8, src: &[u8]) {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+    let n = src.len();
+    let s = src.as_ptr();
+    // Plain stores up to the first 16-byte boundary of `dst`, streaming ones after.
+    let head = (dst as usize).wrapping_neg() & 15;
+    // SAFETY: `head < 16 <= n` (the caller copies at least 256 bytes); in bounds.
+    unsafe { ptr::copy_nonoverlapping(s, dst, head) };
+    let mut i = head;
+    while i + 64 <= n {
+        // SAFETY: bytes i..i + 64 are in bounds of both; dst + i is 16-byte aligned (SSE2
+        // is part of x86_64).
+        unsafe {
+            let a = _mm_loadu_si128(s.add(i) as *const __m128i);
+            let b = _mm_loadu_si128(s.add(i + 16) as *const __m128i);
+            let c = _mm_loadu_si128(s.add(i + 32) as *const __m128i);
+            let d = _mm_loadu_si128(s.add(i + 48) as *const __m128i);
+            _mm_stream_si128(dst.add(i) as *mut __m128i, a);
+            _mm_stream_si128(dst.add(i + 16) as *mut __m128i, b);
+            _mm_stream_si128(dst.add(i + 32) as *mut __m128i, c);
+            _mm_stream_si128(dst.add(i + 48) as *mut __m128i, d);
+        }
+        i += 64;
+    }
+    // SAFETY: the tail i..n is in bounds of both; the fence orders the streaming stores.
+    unsafe {
+        ptr::copy_nonoverlapping(s.add(i), dst.add(i), n - i);
+        _mm_sfence();
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn copy_nt(dst: *mut u8, src: &[u8]) {
+    // SAFETY: the caller's contract.
+    unsafe { ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) }
 }
 
 /// A receive into a non-contiguous datatype: the message lands packed in `tmp` and is
@@ -130,6 +207,36 @@ impl Unpack {
             unsafe {
                 crate::datatype::unpack(&self.ty, self.count, self.origin, &self.tmp[..n], 0)
             };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Streaming copies at every alignment of source and destination and at lengths
+    /// around the 64-byte loop, against a plain copy; the bytes around the
+    /// destination range stay untouched.
+    #[test]
+    fn streaming_copy_matches_plain_copy() {
+        let src: Vec<u8> = (0..5000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        for len in [256, 257, 300, 319, 320, 1023, 1024, 1025, 4000] {
+            for soff in [0, 1, 7, 8, 15, 33] {
+                for doff in [0, 1, 3, 8, 15, 16, 63] {
+                    let mut dst = vec![0xa5u8; len + 200];
+                    // SAFETY: dst holds doff + len bytes; src and dst do not overlap.
+                    let b = unsafe { UserBuf::new(dst.as_mut_ptr(), dst.len()) };
+                    b.write_at_nt(doff, &src[soff..soff + len], true);
+                    assert!(dst[..doff].iter().all(|&x| x == 0xa5));
+                    assert_eq!(
+                        &dst[doff..doff + len],
+                        &src[soff..soff + len],
+                        "len {len} soff {soff} doff {doff}"
+                    );
+                    assert!(dst[doff + len..].iter().all(|&x| x == 0xa5));
+                }
+            }
         }
     }
 }
