@@ -888,7 +888,7 @@ fn long_double_rules() {
     let a = vals(&[0.0, -0.0, f64::NAN, 2.0]);
     let b = vals(&[-0.0, 0.0, 1.0, f64::NAN]);
     let mut x = b.clone();
-    // padding of inout is never written
+    // padding of inout keeps its value
     for i in 0..4 {
         x[i * 16 + 10..i * 16 + 16].fill(0xEE);
     }
@@ -1254,7 +1254,7 @@ fn hand_written_simd_kernels_match_baseline() {
     // The intrinsics kernels (float MAX/MIN, DOUBLE_INT MINLOC/MAXLOC) against the
     // portable loops, bit for bit: random data with NaNs of both signs and payloads,
     // ±0, ±inf and many ties; every length 0..67 and some long ones; both buffers at
-    // every misalignment 0..8; padding bytes of inout never written.
+    // every misalignment 0..8; padding bytes of inout keep their values.
     use super::kernels::{kernel_at, simd_level, SimdLevel};
     let levels: Vec<SimdLevel> = [SimdLevel::Avx2, SimdLevel::Avx512]
         .into_iter()
