@@ -123,7 +123,9 @@ pub async fn reduce_vector(
         return Ok(());
     }
     if super::direct::wanted(kind, total, ch.n)
-        && super::direct::reduce(&ch, total, red, part).await?
+        // (boxed: a large future, and a large vector, where one allocation is nothing;
+        // inline, its state would be copied with every small reduction's future)
+        && Box::pin(super::direct::reduce(&ch, total, red, part)).await?
     {
         return Ok(());
     }
@@ -183,7 +185,7 @@ pub async fn reduce_group(
     let my_share = contrib.iter().position(|&c| c == ch.me);
     let chunk = (ch.slot_bytes / e) * e;
     if total > 0 && chunk == 0 {
-        return reduce_big(ch, total, red, part, contrib).await;
+        return Box::pin(reduce_big(ch, total, red, part, contrib)).await;
     }
     if total <= SMALL.min(chunk) {
         let (_, p) = ch.next_step();
@@ -415,7 +417,7 @@ pub async fn scan(
     let chunk = (ch.slot_bytes / e) * e;
     let upto = if exclusive { ch.me } else { ch.me + 1 };
     if total > 0 && chunk == 0 {
-        return scan_big(&ch, total, red, send, recv, upto).await;
+        return Box::pin(scan_big(&ch, total, red, send, recv, upto)).await;
     }
     let nchunks = total.div_ceil(chunk).max(1);
     for t in 0..nchunks {

@@ -102,13 +102,27 @@ pub fn init_plan(
 }
 
 /// Exports a blocking collective and its nonblocking twin from one plan function taking
-/// the blocking call's arguments.
+/// the blocking call's arguments. With `now = f`, the blocking call first tries
+/// `f(args)`, which returns `None` when its fast path does not apply (see
+/// [`reduce_now`]).
 #[macro_export]
 macro_rules! coll_entry {
+    ($mpi:ident, $pmpi:ident, $impi:ident, $ipmpi:ident, $init:ident, $pinit:ident, $plan:path, $ec:ident, now = $now:path, ($($a:ident : $t:ty),* $(,)?)) => {
+        $crate::mpi_entry!($mpi, $pmpi, ($($a: $t),*), errcomm = $ec, {
+            match $now($($a),*) {
+                Some(r) => r,
+                None => $crate::ffi::c::coll::run_plan($plan($($a),*)),
+            }
+        });
+        $crate::coll_entry!(@rest $impi, $ipmpi, $init, $pinit, $plan, $ec, ($($a: $t),*));
+    };
     ($mpi:ident, $pmpi:ident, $impi:ident, $ipmpi:ident, $init:ident, $pinit:ident, $plan:path, $ec:ident, ($($a:ident : $t:ty),* $(,)?)) => {
         $crate::mpi_entry!($mpi, $pmpi, ($($a: $t),*), errcomm = $ec, {
             $crate::ffi::c::coll::run_plan($plan($($a),*))
         });
+        $crate::coll_entry!(@rest $impi, $ipmpi, $init, $pinit, $plan, $ec, ($($a: $t),*));
+    };
+    (@rest $impi:ident, $ipmpi:ident, $init:ident, $pinit:ident, $plan:path, $ec:ident, ($($a:ident : $t:ty),* $(,)?)) => {
         $crate::mpi_entry!($impi, $ipmpi, ($($a: $t,)* request: *mut i32), errcomm = $ec, {
             $crate::ffi::c::coll::start_plan(stringify!($impi), $plan($($a),*), request)
         });
@@ -151,7 +165,20 @@ fn barrier_plan(comm: i32) -> Plan {
     ))
 }
 
-coll_entry!(MPI_Barrier, PMPI_Barrier, MPI_Ibarrier, PMPI_Ibarrier, MPI_Barrier_init, PMPI_Barrier_init, barrier_plan, comm, (comm: i32));
+/// The blocking MPI_Barrier without the plan's boxing (see [`reduce_now`]).
+fn barrier_now(comm: i32) -> Option<MpiResult<()>> {
+    if crate::runtime::state() != crate::runtime::INITIALIZED {
+        return None;
+    }
+    let c = crate::comm::get(comm).ok()?;
+    let fut = std::pin::pin!(async {
+        c.set_desc(Desc::kind(kind_of("MPI_Barrier")));
+        crate::coll::barrier(&c).await
+    });
+    Some(crate::coll::run(&c, fut))
+}
+
+coll_entry!(MPI_Barrier, PMPI_Barrier, MPI_Ibarrier, PMPI_Ibarrier, MPI_Barrier_init, PMPI_Barrier_init, barrier_plan, comm, now = barrier_now, (comm: i32));
 
 // ---------------------------------------------------------------- reductions
 //
@@ -222,6 +249,221 @@ fn reduce_body(
     })
 }
 
+/// Which reduction a blocking fast path runs (see [`reduce_now`]).
+#[derive(Clone, Copy)]
+enum Shape<'a, C> {
+    /// MPI_Allreduce.
+    All,
+    /// MPI_Reduce to this root.
+    Root(c_int),
+    /// MPI_Reduce_scatter_block: `count` is each member's block.
+    Block,
+    /// MPI_Reduce_scatter with these recvcounts (`count` is unused).
+    Counts(&'a [C]),
+}
+
+/// The blocking MPI_Allreduce, MPI_Reduce and MPI_Reduce_scatter(_block) with a
+/// predefined operation on a predefined datatype it is defined on, over an
+/// intracommunicator, with arguments that pass every check: the same engine
+/// (`reduce_vector`, after its turn, with the descriptor the full path would publish),
+/// without the plan's staging, boxing and bookkeeping, which cost more than a small
+/// reduction itself (one rank, 8 bytes: about 1,840 instructions a call through the
+/// plan, 750 here). `None`: some condition does not hold, or an argument is wrong:
+/// nothing has happened, and the full path runs (and reports it).
+fn reduce_now<C: Into<i64> + Copy>(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: C,
+    datatype: i32,
+    op_h: i32,
+    shape: Shape<'_, C>,
+    comm: i32,
+) -> Option<MpiResult<()>> {
+    use crate::coll::agree::ANY;
+    if crate::runtime::state() != crate::runtime::INITIALIZED {
+        return None;
+    }
+    let n = usize::try_from(count.into()).ok()?;
+    let b = crate::op::BuiltinOp::from_handle(op_h)?;
+    let p = crate::datatype::predefined::lookup(datatype)?;
+    let k = crate::op::predefined_kernel(b, p)?;
+    let c = crate::comm::get(comm).ok()?;
+    if c.is_inter() {
+        return None;
+    }
+    let size = c.size();
+    // Instances in the whole vector, and the range of it this member receives.
+    let (sum, lo_n, my_n) = match shape {
+        Shape::All => (n, 0, n),
+        Shape::Root(r) if usize::try_from(r).ok()? >= size => return None,
+        Shape::Root(r) if r as usize == c.rank => (n, 0, n),
+        Shape::Root(_) => (n, 0, 0),
+        Shape::Block => (n.checked_mul(size)?, n * c.rank, n),
+        Shape::Counts(counts) => {
+            let (mut sum, mut lo) = (0usize, 0usize);
+            for (i, &k) in counts.iter().enumerate() {
+                let k = usize::try_from(k.into()).ok()?;
+                sum = sum.checked_add(k)?;
+                if i < c.rank {
+                    lo += k;
+                }
+            }
+            (sum, lo, usize::try_from(counts[c.rank].into()).ok()?)
+        }
+    };
+    let total = sum.checked_mul(p.extent)?;
+    let (lo, hi) = (lo_n * p.extent, (lo_n + my_n) * p.extent);
+    let usable = |q: *const c_void| !q.is_null() && !is_in_place(q);
+    let in_place = is_in_place(sendbuf);
+    let non_root = matches!(shape, Shape::Root(r) if r as usize != c.rank);
+    if total == 0
+        || (in_place && non_root)
+        || !(in_place || usable(sendbuf))
+        || ((in_place || my_n > 0) && !usable(recvbuf))
+    {
+        return None;
+    }
+    // SAFETY: the standard requires the buffers the call uses to hold that many
+    // elements of `datatype` (the bytes the full path's RedData sees); both were checked
+    // non-NULL and not MPI_IN_PLACE.
+    let buf = |q: *const c_void, bytes: usize| unsafe { UserBuf::new(q as *mut u8, bytes) };
+    let (send, recv) = match (in_place, my_n) {
+        (true, _) => (None, buf(recvbuf, total)),
+        (false, 0) => (Some(buf(sendbuf, total)), UserBuf::empty()),
+        (false, _) => (Some(buf(sendbuf, total)), buf(recvbuf, hi - lo)),
+    };
+    if send
+        .as_ref()
+        .is_some_and(|s| check::no_alias(s, &recv, "").is_err())
+    {
+        return None;
+    }
+    let (name, root, extra, kind) = match shape {
+        Shape::All => ("MPI_Allreduce", ANY, ANY, Kind::All),
+        Shape::Root(r) => ("MPI_Reduce", r as u64, ANY, Kind::Rooted),
+        Shape::Block => (
+            "MPI_Reduce_scatter_block",
+            ANY,
+            counts_hash(std::iter::repeat_n(n, size)),
+            Kind::Scatter,
+        ),
+        Shape::Counts(counts) => (
+            "MPI_Reduce_scatter",
+            ANY,
+            counts_hash(counts.iter().map(|&k| k.into() as usize)),
+            if counts.iter().any(|&k| k.into() == 0) {
+                Kind::Arena
+            } else {
+                Kind::Scatter
+            },
+        ),
+    };
+    let desc = Desc {
+        kind: kind_of(name),
+        root,
+        op: op_h as u32 as u64,
+        dtype: datatype as u32 as u64,
+        bytes: (sum as u64).wrapping_mul(p.size as u64),
+        extra,
+    };
+    let f = |a: &[u8], b: &mut [u8]| {
+        k(a, b);
+        Ok(())
+    };
+    let red = reduce::Reduction {
+        f: &f,
+        commutative: true,
+        extent: p.extent,
+    };
+    let part = Part { send, recv, lo, hi };
+    // Pinned where it is made: moving the engine's future into `run` would copy its
+    // whole state (a large part of a small call).
+    let fut = std::pin::pin!(async {
+        c.set_desc(desc);
+        reduce::reduce_vector(&c, total, &red, &part, kind).await
+    });
+    Some(crate::coll::run(&c, fut))
+}
+
+/// The agreement word of a reduce-scatter's counts (which must be identical everywhere).
+fn counts_hash(counts: impl Iterator<Item = usize>) -> u64 {
+    counts.fold(0xcbf2_9ce4_8422_2325u64, |h, k| {
+        (h ^ k as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+fn allreduce_now<C: Into<i64> + Copy>(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: C,
+    datatype: i32,
+    op: i32,
+    comm: i32,
+) -> Option<MpiResult<()>> {
+    reduce_now(sendbuf, recvbuf, count, datatype, op, Shape::All, comm)
+}
+
+fn reduce_root_now<C: Into<i64> + Copy>(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: C,
+    datatype: i32,
+    op: i32,
+    root: c_int,
+    comm: i32,
+) -> Option<MpiResult<()>> {
+    reduce_now(
+        sendbuf,
+        recvbuf,
+        count,
+        datatype,
+        op,
+        Shape::Root(root),
+        comm,
+    )
+}
+
+fn reduce_scatter_now<C: Into<i64> + Copy>(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    datatype: i32,
+    op: i32,
+    comm: i32,
+) -> Option<MpiResult<()>> {
+    let size = crate::comm::get(comm).ok()?.size();
+    let counts = check::array(recvcounts, size, "recvcounts").ok()?;
+    let n = *counts.first()?;
+    reduce_now(
+        sendbuf,
+        recvbuf,
+        n,
+        datatype,
+        op,
+        Shape::Counts(counts),
+        comm,
+    )
+}
+
+fn reduce_scatter_block_now<C: Into<i64> + Copy>(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: C,
+    datatype: i32,
+    op: i32,
+    comm: i32,
+) -> Option<MpiResult<()>> {
+    reduce_now(
+        sendbuf,
+        recvbuf,
+        recvcount,
+        datatype,
+        op,
+        Shape::Block,
+        comm,
+    )
+}
+
 fn allreduce_plan<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -253,7 +495,7 @@ fn allreduce_plan<C: Into<i64> + Copy>(
     ))
 }
 
-coll_entry!(MPI_Allreduce, PMPI_Allreduce, MPI_Iallreduce, PMPI_Iallreduce, MPI_Allreduce_init, PMPI_Allreduce_init, allreduce_plan, comm,
+coll_entry!(MPI_Allreduce, PMPI_Allreduce, MPI_Iallreduce, PMPI_Iallreduce, MPI_Allreduce_init, PMPI_Allreduce_init, allreduce_plan, comm, now = allreduce_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32));
 
 fn reduce_plan<C: Into<i64> + Copy>(
@@ -307,7 +549,7 @@ fn reduce_plan<C: Into<i64> + Copy>(
     ))
 }
 
-coll_entry!(MPI_Reduce, PMPI_Reduce, MPI_Ireduce, PMPI_Ireduce, MPI_Reduce_init, PMPI_Reduce_init, reduce_plan, comm,
+coll_entry!(MPI_Reduce, PMPI_Reduce, MPI_Ireduce, PMPI_Ireduce, MPI_Reduce_init, PMPI_Reduce_init, reduce_plan, comm, now = reduce_root_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, root: c_int, comm: i32));
 
 /// Reduce-scatter with `counts[i]` instances to rank i.
@@ -340,9 +582,7 @@ fn reduce_scatter_counts(
     };
     let mut desc = rd.desc(kind, None, sum);
     // recvcounts must be identical everywhere: compare a hash of them.
-    desc.extra = counts.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &k| {
-        (h ^ k as u64).wrapping_mul(0x100_0000_01b3)
-    });
+    desc.extra = counts_hash(counts.iter().copied());
     let part = Part {
         send,
         recv,
@@ -375,7 +615,7 @@ fn reduce_scatter_block_plan<C: Into<i64> + Copy>(
     reduce_scatter_counts(c, rd, sendbuf, recvbuf, &counts, "MPI_Reduce_scatter_block")
 }
 
-coll_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, MPI_Reduce_scatter_block_init, PMPI_Reduce_scatter_block_init, reduce_scatter_block_plan, comm,
+coll_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, MPI_Reduce_scatter_block_init, PMPI_Reduce_scatter_block_init, reduce_scatter_block_plan, comm, now = reduce_scatter_block_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: i32, op: i32, comm: i32));
 
 fn reduce_scatter_plan<C: Into<i64> + Copy>(
@@ -398,7 +638,7 @@ fn reduce_scatter_plan<C: Into<i64> + Copy>(
     reduce_scatter_counts(c, rd, sendbuf, recvbuf, &counts, "MPI_Reduce_scatter")
 }
 
-coll_entry!(MPI_Reduce_scatter, PMPI_Reduce_scatter, MPI_Ireduce_scatter, PMPI_Ireduce_scatter, MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init, reduce_scatter_plan, comm,
+coll_entry!(MPI_Reduce_scatter, PMPI_Reduce_scatter, MPI_Ireduce_scatter, PMPI_Ireduce_scatter, MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init, reduce_scatter_plan, comm, now = reduce_scatter_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: i32, op: i32, comm: i32));
 
 fn scan_plan_impl<C: Into<i64> + Copy>(
@@ -468,13 +708,13 @@ coll_entry!(MPI_Exscan, PMPI_Exscan, MPI_Iexscan, PMPI_Iexscan, MPI_Exscan_init,
 // The same plans with MPI_Count counts (`_c`), in blocking, nonblocking and persistent
 // forms: vectors past 2^31 elements.
 
-coll_entry!(MPI_Allreduce_c, PMPI_Allreduce_c, MPI_Iallreduce_c, PMPI_Iallreduce_c, MPI_Allreduce_init_c, PMPI_Allreduce_init_c, allreduce_plan, comm,
+coll_entry!(MPI_Allreduce_c, PMPI_Allreduce_c, MPI_Iallreduce_c, PMPI_Iallreduce_c, MPI_Allreduce_init_c, PMPI_Allreduce_init_c, allreduce_plan, comm, now = allreduce_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: i32, op: i32, comm: i32));
-coll_entry!(MPI_Reduce_c, PMPI_Reduce_c, MPI_Ireduce_c, PMPI_Ireduce_c, MPI_Reduce_init_c, PMPI_Reduce_init_c, reduce_plan, comm,
+coll_entry!(MPI_Reduce_c, PMPI_Reduce_c, MPI_Ireduce_c, PMPI_Ireduce_c, MPI_Reduce_init_c, PMPI_Reduce_init_c, reduce_plan, comm, now = reduce_root_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: i32, op: i32, root: c_int, comm: i32));
-coll_entry!(MPI_Reduce_scatter_block_c, PMPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block_c, PMPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init_c, PMPI_Reduce_scatter_block_init_c, reduce_scatter_block_plan, comm,
+coll_entry!(MPI_Reduce_scatter_block_c, PMPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block_c, PMPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init_c, PMPI_Reduce_scatter_block_init_c, reduce_scatter_block_plan, comm, now = reduce_scatter_block_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: i32, op: i32, comm: i32));
-coll_entry!(MPI_Reduce_scatter_c, PMPI_Reduce_scatter_c, MPI_Ireduce_scatter_c, PMPI_Ireduce_scatter_c, MPI_Reduce_scatter_init_c, PMPI_Reduce_scatter_init_c, reduce_scatter_plan, comm,
+coll_entry!(MPI_Reduce_scatter_c, PMPI_Reduce_scatter_c, MPI_Ireduce_scatter_c, PMPI_Ireduce_scatter_c, MPI_Reduce_scatter_init_c, PMPI_Reduce_scatter_init_c, reduce_scatter_plan, comm, now = reduce_scatter_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: i32, op: i32, comm: i32));
 coll_entry!(MPI_Scan_c, PMPI_Scan_c, MPI_Iscan_c, PMPI_Iscan_c, MPI_Scan_init_c, PMPI_Scan_init_c, scan_plan, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: i32, op: i32, comm: i32));

@@ -254,17 +254,7 @@ fn bcast_plan(buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, com
     } else {
         st.output(buffer, n, &t, "buffer")?
     };
-    // Count and type signature must agree on every rank (coll/agree.rs).
-    let desc = Desc {
-        bytes: (n as u64).wrapping_mul(t.size as u64),
-        op: agree::signature(t.handle) as u64,
-        dtype: if crate::datatype::predefined::lookup(t.handle).is_some() {
-            t.handle as u32 as u64
-        } else {
-            agree::ANY
-        },
-        ..super::coll::move_desc("MPI_Bcast", Some(root as c_int))
-    };
+    let desc = bcast_desc(t.handle, t.size, n, root);
     Ok((
         c,
         Box::pin(async move {
@@ -275,7 +265,57 @@ fn bcast_plan(buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, com
     ))
 }
 
-crate::coll_entry!(MPI_Bcast, PMPI_Bcast, MPI_Ibcast, PMPI_Ibcast, MPI_Bcast_init, PMPI_Bcast_init, bcast_plan, comm,
+/// The blocking MPI_Bcast of a predefined contiguous datatype over an intracommunicator,
+/// with arguments that pass every check: the engine's broadcast with the descriptor the
+/// full path would publish, without the plan's boxing and staging (as
+/// `coll::reduce_now`). `None`: run the full path, nothing has happened.
+fn bcast_now(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: i32,
+    root: c_int,
+    comm: i32,
+) -> Option<MpiResult<()>> {
+    if count <= 0 || buffer.is_null() || crate::runtime::state() != crate::runtime::INITIALIZED {
+        return None;
+    }
+    let p = crate::datatype::predefined::lookup(datatype)?;
+    if p.size != p.extent || p.true_extent != p.size || check::is_in_place(buffer) {
+        return None;
+    }
+    let c = crate::comm::get(comm).ok()?;
+    let root = usize::try_from(root).ok().filter(|&r| r < c.size())?;
+    if c.is_inter() {
+        return None;
+    }
+    let bytes = (count as usize).checked_mul(p.size)?;
+    // SAFETY: the standard requires `buffer` to hold `count` elements of `datatype`
+    // (`bytes` bytes, contiguous); checked non-NULL and not MPI_IN_PLACE.
+    let b = unsafe { UserBuf::new(buffer as *mut u8, bytes) };
+    let desc = bcast_desc(datatype, p.size, count as usize, root);
+    let fut = std::pin::pin!(async {
+        c.set_desc(desc);
+        crate::coll::bcast::bcast(&c, b, root).await
+    });
+    Some(crate::coll::run(&c, fut))
+}
+
+/// MPI_Bcast's agreement descriptor: count and type signature must agree on every rank
+/// (coll/agree.rs).
+fn bcast_desc(datatype: i32, size: usize, n: usize, root: usize) -> Desc {
+    Desc {
+        bytes: (n as u64).wrapping_mul(size as u64),
+        op: agree::signature(datatype) as u64,
+        dtype: if crate::datatype::predefined::lookup(datatype).is_some() {
+            datatype as u32 as u64
+        } else {
+            agree::ANY
+        },
+        ..super::coll::move_desc("MPI_Bcast", Some(root as c_int))
+    }
+}
+
+crate::coll_entry!(MPI_Bcast, PMPI_Bcast, MPI_Ibcast, PMPI_Ibcast, MPI_Bcast_init, PMPI_Bcast_init, bcast_plan, comm, now = bcast_now,
     (buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, comm: i32));
 
 /// Finds the channel index of the process that passed MPI_ROOT (one step).
