@@ -309,9 +309,11 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
     loop {
         // Point-to-point and other nonblocking operations progress too (a peer may wait
         // for our rendezvous send to reach a collective), but a collective step is what
-        // we wait for: run the rest of the engine on every 8th poll.
+        // we wait for: run the rest of the engine on every 8th poll, not on the first
+        // (a peer that arrives during it goes unnoticed until it is done, and most
+        // steps of a small collective complete within a few polls).
         polls = polls.wrapping_add(1);
-        if polls % 8 == 1 {
+        if polls.is_multiple_of(8) {
             crate::p2p::progress();
         }
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
