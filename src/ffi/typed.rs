@@ -107,12 +107,17 @@ pub fn recv_into(p: *mut c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiRe
     })))
 }
 
+/// A staged output: buffer index, user address, count, type, and the basic pair type's
+/// (size, extent) when the buffer holds its elements spread to their extent (see
+/// [`Stage::spread_input`]).
+type Unpacked = (usize, *mut c_void, usize, TypeInfo, Option<(usize, usize)>);
+
 /// Staging for collectives: packed copies of non-contiguous inputs, and staging buffers
 /// for non-contiguous outputs that are unpacked when the collective is done.
 #[derive(Default)]
 pub struct Stage {
     bufs: Vec<Vec<u8>>,
-    unpacks: Vec<(usize, *mut c_void, usize, TypeInfo)>,
+    unpacks: Vec<Unpacked>,
     /// Output images (buffer index, user address, count, type) copied back at the end.
     images: Vec<(usize, *mut c_void, usize, TypeInfo)>,
 }
@@ -159,7 +164,52 @@ impl Stage {
         // SAFETY: as in `input`.
         let b = unsafe { UserBuf::new(v.as_mut_ptr(), v.len()) };
         self.unpacks
-            .push((self.bufs.len(), p as *mut c_void, count, *t));
+            .push((self.bufs.len(), p as *mut c_void, count, *t, None));
+        self.bufs.push(v);
+        Ok(b)
+    }
+
+    /// As [`Stage::input`] for a datatype made of a padded pair type (`size` bytes of
+    /// data in an `extent`-byte element, e.g. MPI_DOUBLE_INT): the packed elements are
+    /// spread to their extent, the layout the predefined pair type has in memory, so
+    /// that every rank hands the engine the same bytes per element whichever datatype
+    /// it passed.
+    pub fn spread_input(
+        &mut self,
+        p: *const c_void,
+        count: usize,
+        t: &TypeInfo,
+        (size, extent): (usize, usize),
+        arg: &str,
+    ) -> MpiResult<UserBuf> {
+        let packed = pack_vec(p, count, t, arg)?;
+        let mut v = vec![0u8; packed.len() / size * extent];
+        for (d, c) in v.chunks_mut(extent).zip(packed.chunks(size)) {
+            d[..size].copy_from_slice(c);
+        }
+        // SAFETY: as in `input`.
+        let b = unsafe { UserBuf::new(v.as_mut_ptr(), v.len()) };
+        self.bufs.push(v);
+        Ok(b)
+    }
+
+    /// The output twin of [`Stage::spread_input`]: `finish` gathers the elements back
+    /// to packed form and unpacks them.
+    pub fn spread_output(
+        &mut self,
+        p: *mut c_void,
+        count: usize,
+        t: &TypeInfo,
+        (size, extent): (usize, usize),
+        arg: &str,
+    ) -> MpiResult<UserBuf> {
+        check_base(p, count, t, arg)?;
+        lookup(t)?;
+        let mut v = vec![0u8; packed_len(t, count)? / size * extent];
+        // SAFETY: as in `input`.
+        let b = unsafe { UserBuf::new(v.as_mut_ptr(), v.len()) };
+        self.unpacks
+            .push((self.bufs.len(), p, count, *t, Some((size, extent))));
         self.bufs.push(v);
         Ok(b)
     }
@@ -239,8 +289,18 @@ impl Stage {
 
     /// Unpacks every staged output into the user's buffers.
     pub fn finish(self) -> MpiResult<()> {
-        for (i, p, count, t) in &self.unpacks {
-            unpack_into(*p, *count, t, &self.bufs[*i])?;
+        for (i, p, count, t, spread) in &self.unpacks {
+            match spread {
+                None => unpack_into(*p, *count, t, &self.bufs[*i])?,
+                Some((size, extent)) => {
+                    let packed: Vec<u8> = self.bufs[*i]
+                        .chunks(*extent)
+                        .flat_map(|c| &c[..*size])
+                        .copied()
+                        .collect();
+                    unpack_into(*p, *count, t, &packed)?
+                }
+            }
         }
         for (i, p, count, t) in &self.images {
             let ty = lookup(t)?;
@@ -272,8 +332,13 @@ pub fn offset(p: *const c_void, bytes: isize) -> *mut c_void {
 /// How a reduction's data is laid out in the engine, decided once per call:
 /// - predefined datatype: the user's memory as it is (`count * extent` bytes; the
 ///   kernels know the padded pair layouts);
-/// - derived datatype with a predefined op: packed basic elements (`count * size`),
-///   reduced with the basic type's kernel;
+/// - derived datatype with a predefined op: its basic elements, packed and then laid
+///   out at the basic type's extent (which only a padded pair type such as
+///   MPI_DOUBLE_INT makes differ from its size), reduced with the basic type's kernel.
+///   So every rank gives the engine the same bytes, in the same units, whichever of
+///   the datatypes with that type signature it passed (MPI_DOUBLE with count 3n on one
+///   rank, a contiguous type of 3 MPI_DOUBLE with count n on another): the engine
+///   splits the vector into chunks and shares by those units, which must agree;
 /// - derived datatype with a user op: images of the memory layout (`count * extent`),
 ///   which is what the user function indexes.
 pub struct RedData {
@@ -283,6 +348,12 @@ pub struct RedData {
     pub op_handle: i32,
     /// Bytes per instance in the engine.
     pub unit: usize,
+    /// The engine's element (the unit of its chunks and shares): a predefined datatype,
+    /// its basic type (with a predefined op), or one instance (a user op).
+    pub elem: usize,
+    /// With a predefined op on a derived datatype: its basic type and the number of
+    /// basic elements per instance.
+    basic: Option<(&'static crate::datatype::predefined::Predef, usize)>,
     mode: RedMode,
 }
 
@@ -298,29 +369,34 @@ impl RedData {
         let t = check::datatype(datatype, "datatype")?;
         let o = crate::op::resolve(op)?;
         let predefined = crate::datatype::predefined::lookup(datatype).is_some();
+        let mut basic = None;
         let mode = match (&o, predefined) {
             (crate::op::OpRef::Builtin(b), true) => {
                 crate::op::kernel_for(*b, datatype)?;
                 RedMode::Native
             }
             (crate::op::OpRef::Builtin(b), false) => {
-                crate::op::reduce_basic(*b, datatype)?;
+                if let Some((h, per)) = crate::op::reduce_basic(*b, datatype)? {
+                    basic = Some((crate::op::predefined_type(h)?, per));
+                }
                 RedMode::Packed
             }
             (crate::op::OpRef::User(_), true) => RedMode::Native,
             (crate::op::OpRef::User(_), false) if t.contiguous => RedMode::Native,
             (crate::op::OpRef::User(_), false) => RedMode::Image,
         };
-        let unit = if mode == RedMode::Packed {
-            t.size
-        } else {
-            t.extent
+        let (unit, elem) = match basic {
+            Some((p, per)) => (per * p.extent, p.extent),
+            None if mode == RedMode::Packed => (t.size, 1),
+            None => (t.extent, t.extent),
         };
         Ok(RedData {
             t,
             op: o,
             op_handle: op,
             unit,
+            elem,
+            basic,
             mode,
         })
     }
@@ -329,6 +405,14 @@ impl RedData {
     /// (MPI_IN_PLACE without staging).
     pub fn native(&self) -> bool {
         self.mode == RedMode::Native
+    }
+
+    /// The basic pair type's (size, extent) when the engine holds a derived
+    /// datatype's elements spread (see [`Stage::spread_input`]).
+    fn spread(&self) -> Option<(usize, usize)> {
+        self.basic
+            .filter(|(p, _)| p.size != p.extent)
+            .map(|(p, _)| (p.size, p.extent))
     }
 
     pub fn bytes(&self, count: usize) -> MpiResult<usize> {
@@ -349,7 +433,10 @@ impl RedData {
     ) -> MpiResult<UserBuf> {
         match self.mode {
             RedMode::Native => check::buffer(p, self.bytes(count)?, arg),
-            RedMode::Packed => st.input(p, count, &self.t, arg),
+            RedMode::Packed => match self.spread() {
+                Some(se) => st.spread_input(p, count, &self.t, se, arg),
+                None => st.input(p, count, &self.t, arg),
+            },
             RedMode::Image => st.image_input(p, count, &self.t, arg),
         }
     }
@@ -363,7 +450,10 @@ impl RedData {
     ) -> MpiResult<UserBuf> {
         match self.mode {
             RedMode::Native => check::buffer(p, self.bytes(count)?, arg),
-            RedMode::Packed => st.output(p, count, &self.t, arg),
+            RedMode::Packed => match self.spread() {
+                Some(se) => st.spread_output(p, count, &self.t, se, arg),
+                None => st.output(p, count, &self.t, arg),
+            },
             RedMode::Image => st.image_output(p, count, &self.t, arg),
         }
     }
@@ -401,6 +491,12 @@ impl RedData {
         } else {
             0
         };
+        // A predefined op on a derived datatype reduces its basic elements, as many as
+        // the engine hands over (a chunk need not hold whole instances).
+        let (dt, unit) = match self.basic {
+            Some((p, _)) => (p.handle, p.extent),
+            None => (dt, unit),
+        };
         move |inv: &[u8], inout: &mut [u8]| {
             crate::op::apply_image(&self.op, dt, inv, inout, inv.len() / unit, lb)
         }
@@ -414,7 +510,7 @@ impl RedData {
         crate::coll::reduce::Reduction {
             f,
             commutative: crate::op::is_commutative(&self.op),
-            extent: self.unit,
+            extent: self.elem,
         }
     }
 }
