@@ -288,11 +288,18 @@ impl Flows {
 /// untyped MPI_BYTE, MPI_PACKED, MPI_CHAR piece, a pair type or a mixed struct matches
 /// anything).
 pub fn signature(h: i32) -> u32 {
-    use crate::datatype::predefined::{lookup, Elem};
     let Some((b, _)) = crate::datatype::basic_elem(h) else {
         return 0;
     };
-    let Some(p) = lookup(b) else { return 0 };
+    crate::datatype::predefined::lookup(b).map_or(0, signature_of)
+}
+
+/// [`signature`] of a predefined datatype.
+pub fn signature_of(p: &crate::datatype::predefined::Predef) -> u32 {
+    use crate::datatype::predefined::Elem;
+    if p.size == 0 {
+        return 0;
+    }
     let family = match p.elem {
         Elem::I8 | Elem::I16 | Elem::I32 | Elem::I64 => 1,
         Elem::U8 | Elem::U16 | Elem::U32 | Elem::U64 => 1,

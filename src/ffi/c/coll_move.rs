@@ -303,14 +303,14 @@ fn bcast_now(
 /// MPI_Bcast's agreement descriptor: count and type signature must agree on every rank
 /// (coll/agree.rs).
 fn bcast_desc(datatype: i32, size: usize, n: usize, root: usize) -> Desc {
+    let (sig, dtype) = match crate::datatype::predefined::lookup(datatype) {
+        Some(p) => (agree::signature_of(p), datatype as u32 as u64),
+        None => (agree::signature(datatype), agree::ANY),
+    };
     Desc {
         bytes: (n as u64).wrapping_mul(size as u64),
-        op: agree::signature(datatype) as u64,
-        dtype: if crate::datatype::predefined::lookup(datatype).is_some() {
-            datatype as u32 as u64
-        } else {
-            agree::ANY
-        },
+        op: sig as u64,
+        dtype,
         ..super::coll::move_desc("MPI_Bcast", Some(root as c_int))
     }
 }
