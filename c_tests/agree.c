@@ -145,6 +145,11 @@ static void movement(void) {
     still_works();
 }
 
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    int n = *len * (*dt == MPI_DOUBLE ? 1 : 2);
+    for (int k = 0; k < n; k++) ((double *)inout)[k] += ((double *)in)[k];
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -171,6 +176,22 @@ int main(int argc, char **argv) {
     for (int i = 0; i < size; i++) counts[i] = 1 + (rank == 1 && i == 0);
     expect(MPI_Reduce_scatter(x, y, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_NOT_SAME, "different recvcounts", "recvcounts");
     still_works();
+    /* A user-defined op applied to datatypes of different extents (the engine cuts the
+     * vector at whole elements), and a predefined op on one rank against a user op on
+     * another. */
+    MPI_Op uop;
+    MPI_Op_create(user_sum, 1, &uop);
+    MPI_Datatype two;
+    MPI_Type_contiguous(2, MPI_DOUBLE, &two);
+    MPI_Type_commit(&two);
+    snprintf(want, sizeof want, "rank 0 applies the user-defined op to a datatype of extent 8 but rank %d to one of extent 16", last);
+    expect(MPI_Allreduce(x, y, rank == last ? 2 : 4, rank == last ? two : MPI_DOUBLE, uop, MPI_COMM_WORLD), MPI_ERR_TYPE, want, "user op extents");
+    still_works();
+    expect(MPI_Allreduce(x, y, 4, MPI_DOUBLE, rank == 1 ? uop : MPI_SUM, MPI_COMM_WORLD), MPI_ERR_OP,
+           "rank 0 passed op=MPI_SUM but rank 1 passed op=a user-defined op", "user op against MPI_SUM");
+    still_works();
+    MPI_Type_free(&two);
+    MPI_Op_free(&uop);
     /* Nonblocking: the error comes back from MPI_Wait. */
     MPI_Request r;
     MPI_Iallreduce(x, y, rank == last ? 2 : 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);

@@ -452,6 +452,18 @@ impl Desc {
         let bcast = kx == KIND_BCAST as usize;
         let sig = |w: [u64; 5]| if w[1] == ANY { 0 } else { w[1] as u32 };
         let sigs_differ = bcast && sig(x) != 0 && sig(y) != 0 && sig(x) != sig(y);
+        let user = |w: [u64; 5]| w[1] != ANY && w[1] & USER_OP != 0;
+        if !is_movement(kx as u16) && !bcast && user(x) && user(y) && x[1] != y[1] {
+            let ext = |w: [u64; 5]| w[1] & 0x7fff_ffff;
+            return Some(err(
+                MPI_ERR_TYPE,
+                format!(
+                    "rank {a} applies the user-defined op to a datatype of extent {} but rank {b} to one of extent {}: shmpi needs the same extent on every process (the same datatype, as the standard asks within a group)",
+                    ext(x),
+                    ext(y)
+                ),
+            ));
+        }
         if !is_movement(kx as u16) && !bcast && x[1] != ANY && y[1] != ANY && x[1] != y[1] {
             return Some(err(
                 MPI_ERR_OP,
@@ -498,11 +510,20 @@ impl Desc {
     }
 }
 
+/// The op word of a reduction with a user-defined operation on elements of `extent`
+/// bytes (a builtin op's word is its handle, which never has the top bit set).
+pub fn user_op_word(extent: usize) -> u64 {
+    USER_OP | (extent as u64 & 0x7fff_ffff)
+}
+
+const USER_OP: u64 = 0x8000_0000;
+
 fn op_name(w: u64) -> String {
     let h = w as u32 as i32;
     match crate::op::BuiltinOp::from_handle(h) {
         Some(b) => b.name().to_string(),
-        None => format!("{h:#x} (a user-defined op)"),
+        None if w & USER_OP != 0 => "a user-defined op".to_string(),
+        None => format!("{h:#x}"),
     }
 }
 

@@ -464,7 +464,11 @@ impl RedData {
         use crate::coll::agree::{kind_of, Desc, ANY};
         let op = match &self.op {
             crate::op::OpRef::Builtin(_) => self.op_handle as u32 as u64,
-            crate::op::OpRef::User(_) => ANY,
+            // A user op is not compared (its handle is the process's own), but the
+            // extent of the elements it is applied to is: the engine cuts the vector at
+            // whole elements, and processes cutting at different places would fold
+            // misaligned pieces (see `agree::user_op_word`).
+            crate::op::OpRef::User(_) => crate::coll::agree::user_op_word(self.t.extent),
         };
         let dtype = if crate::datatype::predefined::lookup(self.t.handle).is_some() {
             self.t.handle as u32 as u64
