@@ -213,6 +213,32 @@ program p2p
   call MPI_TEST_CANCELLED(st, flag, ierr)
   call expect(ierr == MPI_SUCCESS .and. flag, 'test_cancelled')
 
+  ! ---- persistent requests: SEND_INIT / RECV_INIT, started again and again
+  call MPI_SEND_INIT(sbuf, 10, MPI_INTEGER, nxt, 96, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_RECV_INIT(rbuf, 10, MPI_INTEGER, prv, 96, MPI_COMM_WORLD, reqs(2), ierr)
+  call expect(ierr == MPI_SUCCESS, 'send_init/recv_init')
+  do k = 1, 5
+    sbuf = (/ (1000 * rank + 10 * k + i, i = 1, 10) /)
+    call MPI_STARTALL(2, reqs, ierr)
+    call MPI_WAITALL(2, reqs, sts, ierr)
+    call expect(all(rbuf == (/ (1000 * prv + 10 * k + i, i = 1, 10) /)), 'persistent exchange')
+    call expect(reqs(1) /= MPI_REQUEST_NULL .and. reqs(2) /= MPI_REQUEST_NULL, 'persistent handles kept')
+  end do
+  call MPI_SSEND_INIT(sbuf, 10, MPI_INTEGER, nxt, 97, MPI_COMM_WORLD, reqs(3), ierr)
+  ! a receive freed while active still takes the next tag-96 message
+  call MPI_START(reqs(2), ierr)
+  call MPI_REQUEST_FREE(reqs(2), ierr)
+  call MPI_START(reqs(3), ierr)
+  call MPI_START(reqs(1), ierr)
+  call MPI_RECV(rbufs(1, 1), 10, MPI_INTEGER, prv, 97, MPI_COMM_WORLD, st, ierr)
+  call expect(all(rbufs(1:10, 1) == (/ (1000 * prv + 50 + i, i = 1, 10) /)), 'persistent ssend')
+  call MPI_WAIT(reqs(3), st, ierr)
+  call MPI_WAIT(reqs(1), st, ierr)
+  call MPI_REQUEST_FREE(reqs(1), ierr)
+  call MPI_REQUEST_FREE(reqs(3), ierr)
+  call expect(ierr == MPI_SUCCESS .and. reqs(1) == MPI_REQUEST_NULL, 'persistent request_free')
+  call MPI_BARRIER(MPI_COMM_WORLD, ierr)
+
   ! ---- MPI_PROC_NULL: empty status
   call MPI_RECV(rbuf, 1, MPI_INTEGER, MPI_PROC_NULL, 1, MPI_COMM_WORLD, st, ierr)
   call expect(st(MPI_SOURCE) == MPI_PROC_NULL .and. st(MPI_TAG) == MPI_ANY_TAG, 'recv from MPI_PROC_NULL')

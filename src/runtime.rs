@@ -299,6 +299,11 @@ pub fn init(required: i32) -> MpiResult<i32> {
 /// MPI_Finalize: a barrier over MPI_COMM_WORLD, then the rank is marked finalised.
 pub fn finalize() -> MpiResult<()> {
     let j = job()?;
+    // First the equivalent of MPI_Comm_free on MPI_COMM_SELF: its attributes' delete
+    // callbacks run while MPI is still initialised (MPI-3.1 section 8.7.1), the last set
+    // first.
+    let me = crate::comm::get(MPI_COMM_SELF)?;
+    crate::comm::attr::delete_all(&me)?;
     let world = crate::comm::get(MPI_COMM_WORLD)?;
     crate::coll::run(&world, crate::coll::barrier(&world))?;
     j.arena

@@ -239,10 +239,11 @@ pub fn delete(c: &Comm, key: i32) -> MpiResult<()> {
     }
 }
 
-/// Runs every attribute's delete callback (MPI_Comm_free).
+/// Runs every attribute's delete callback (MPI_Comm_free, and MPI_Finalize on
+/// MPI_COMM_SELF), in the reverse order of setting.
 pub fn delete_all(c: &Comm) -> MpiResult<()> {
     let all: Vec<(i32, usize)> = c.attrs.lock().unwrap().clone();
-    for (k, v) in all {
+    for (k, v) in all.into_iter().rev() {
         call_delete(c, k, v)?;
     }
     c.attrs.lock().unwrap().clear();

@@ -204,7 +204,8 @@ static mut ATTRS: AttrVals = AttrVals {
     wtime_is_global: 1,
     appnum: 0,
     universe_size: 1,
-    lastusedcode: crate::error::LAST_CLASS,
+    // (at least MPI_ERR_LASTCODE, the standard's rule; no codes are added)
+    lastusedcode: MPI_ERR_LASTCODE,
 };
 
 /// Looks up a predefined attribute; `Some(pointer to its int value)`.

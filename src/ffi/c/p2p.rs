@@ -35,11 +35,19 @@ impl CStatus {
     }
 }
 
-/// Writes `st` unless `p` is MPI_STATUS_IGNORE (or NULL).
+/// Writes `st` unless `p` is MPI_STATUS_IGNORE (or NULL), for a call that returns one
+/// status: its MPI_ERROR field is left as it was (MPI-3.1 section 3.2.5: only the calls
+/// that return several statuses set it; the others return the error itself).
 pub fn put_status(p: *mut CStatus, st: &Status) {
     if !p.is_null() && p as usize != STATUS_IGNORE {
         // SAFETY: a non-ignore status pointer is valid for one MPI_Status.
-        unsafe { p.write(CStatus::from(st)) };
+        unsafe {
+            let error = (*p).error;
+            p.write(CStatus {
+                error,
+                ..CStatus::from(st)
+            })
+        };
     }
 }
 
@@ -233,6 +241,61 @@ mpi_entry!(MPI_Irecv, PMPI_Irecv, (buf: *mut c_void, count: c_int, datatype: i32
     let (c, b) = recv_args(buf, count, datatype, source, tag, comm)?;
     let id = p2p::irecv_into(&c, b, source, tag)?;
     check::out(request, req_handle(id), "request")
+});
+
+/// A persistent send in `mode`: the arguments are checked now, and every MPI_Start
+/// starts the send as the nonblocking call would (reading the buffer then).
+#[allow(clippy::too_many_arguments)]
+fn send_init(
+    name: &'static str,
+    buf: *const c_void,
+    count: c_int,
+    dt: i32,
+    dest: c_int,
+    tag: c_int,
+    comm: i32,
+    req: *mut i32,
+    mode: Mode,
+) -> MpiResult<()> {
+    if req.is_null() {
+        return Err(err(MPI_ERR_ARG, "request is NULL"));
+    }
+    send_args(buf, count, dt, dest, tag, comm)?;
+    let ty = super::persist::TypeHold::new(dt)?;
+    let args = super::persist::Captured((buf, count, dest, tag, comm));
+    let start: super::persist::Starter = std::sync::Arc::new(move || {
+        let (buf, count, dest, tag, comm) = args.get();
+        start_send(send_args(buf, count, ty.handle(), dest, tag, comm)?, mode)
+    });
+    check::out(req, super::persist::create_p2p(name, start)?, "request")
+}
+
+mpi_entry!(MPI_Send_init, PMPI_Send_init, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    send_init("MPI_Send_init", buf, count, datatype, dest, tag, comm, request, Mode::Standard)
+});
+mpi_entry!(MPI_Ssend_init, PMPI_Ssend_init, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    send_init("MPI_Ssend_init", buf, count, datatype, dest, tag, comm, request, Mode::Sync)
+});
+mpi_entry!(MPI_Rsend_init, PMPI_Rsend_init, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    send_init("MPI_Rsend_init", buf, count, datatype, dest, tag, comm, request, Mode::Ready)
+});
+mpi_entry!(MPI_Bsend_init, PMPI_Bsend_init, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    send_init("MPI_Bsend_init", buf, count, datatype, dest, tag, comm, request, Mode::Buffered)
+});
+
+mpi_entry!(MPI_Recv_init, PMPI_Recv_init, (buf: *mut c_void, count: c_int, datatype: i32, source: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    if request.is_null() {
+        return Err(err(MPI_ERR_ARG, "request is NULL"));
+    }
+    recv_args(buf, count, datatype, source, tag, comm)?;
+    let ty = super::persist::TypeHold::new(datatype)?;
+    let args = super::persist::Captured((buf, count, source, tag, comm));
+    let start: super::persist::Starter = std::sync::Arc::new(move || {
+        let (buf, count, source, tag, comm) = args.get();
+        let (c, b) = recv_args(buf, count, ty.handle(), source, tag, comm)?;
+        p2p::irecv_into(&c, b, source, tag)
+    });
+    check::out(request, super::persist::create_p2p("MPI_Recv_init", start)?, "request")
 });
 
 #[allow(clippy::too_many_arguments)]
@@ -515,7 +578,9 @@ mpi_entry!(MPI_Request_free, PMPI_Request_free, (request: *mut i32), errcomm = M
     crate::runtime::job()?;
     let h = check::inp(request, "request")?;
     if super::persist::is_persistent(h) {
-        super::persist::free(h)?;
+        if let Some(id) = super::persist::free(h)? {
+            p2p::detach(id)?;
+        }
         return check::out(request, MPI_REQUEST_NULL, "request");
     }
     match req_id(h)? {
@@ -550,10 +615,11 @@ mpi_entry!(MPI_Request_get_status, PMPI_Request_get_status, (request: i32, flag:
 mpi_entry!(MPI_Cancel, PMPI_Cancel, (request: *mut i32), errcomm = MPI_COMM_WORLD, {
     crate::runtime::job()?;
     let h = check::inp(request, "request")?;
-    if super::persist::is_persistent(h) {
+    if super::persist::is_persistent(h) && !super::persist::is_p2p(h) {
         return Err(err(MPI_ERR_REQUEST, "MPI_Cancel is not allowed on a persistent collective request"));
     }
-    match req_id(h)? {
+    match super::persist::resolve(h)? {
+        None if super::persist::is_persistent(h) => Err(err(MPI_ERR_REQUEST, "the persistent request is inactive (MPI_Cancel needs an active one)")),
         None => Err(err(MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL")),
         Some(id) => {
             not_collective(id, "MPI_Cancel")?;

@@ -1,12 +1,15 @@
-//! Persistent collective requests (MPI-4 `MPI_Allreduce_init` and friends): the request
-//! keeps the call's arguments and, at each MPI_Start, runs the same plan as the blocking
-//! and nonblocking calls (so every start sees the buffers' current contents). An
-//! inactive persistent request behaves as MPI_REQUEST_NULL in Wait/Test but keeps its
-//! handle; MPI_Request_free releases it when inactive.
+//! Persistent requests: point-to-point (`MPI_Send_init`, `MPI_Recv_init` and the other
+//! send modes) and collective (MPI-4 `MPI_Allreduce_init` and friends). The request keeps
+//! the call's arguments and, at each MPI_Start, starts the same operation as the
+//! nonblocking call (`MPI_Isend`, `MPI_Iallreduce`, ...), so every start sees the
+//! buffers' current contents. An inactive persistent request behaves as
+//! MPI_REQUEST_NULL in Wait/Test but keeps its handle; MPI_Request_free releases it when
+//! inactive (and, for point-to-point, also when active: it is released once the
+//! operation completes, as for any request).
 use super::coll::Plan;
 use crate::abi::*;
 use crate::error::{err, MpiError, MpiResult};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Persistent requests use request handles from this index up.
 pub const PERSIST_BASE: usize = 1 << 24;
@@ -16,11 +19,62 @@ pub struct Captured<T>(pub T);
 // SAFETY: the captured pointers are the MPI caller's buffers, which the standard keeps
 // valid for the life of the persistent request; the library runs one MPI call at a time.
 unsafe impl<T> Send for Captured<T> {}
+// SAFETY: as for Send: the pointers are only handed back (`get`), never dereferenced
+// here, and MPI calls run one at a time.
+unsafe impl<T> Sync for Captured<T> {}
+
+impl<T: Copy> Captured<T> {
+    pub fn get(&self) -> T {
+        self.0
+    }
+}
+
+/// A datatype a persistent request keeps for its whole life: the user may free the
+/// handle while the request exists (MPI-3.1 section 4.1.9), so a derived type is
+/// duplicated under a handle of the request's own, freed with the request.
+pub struct TypeHold {
+    handle: i32,
+    owned: bool,
+}
+
+impl TypeHold {
+    /// The handle (a method, so that a closure using it captures the whole hold, not
+    /// just the copied field).
+    pub fn handle(&self) -> i32 {
+        self.handle
+    }
+
+    pub fn new(h: i32) -> MpiResult<TypeHold> {
+        if crate::datatype::predefined::lookup(h).is_some() {
+            return Ok(TypeHold {
+                handle: h,
+                owned: false,
+            });
+        }
+        Ok(TypeHold {
+            handle: crate::datatype::derived::dup(h)?,
+            owned: true,
+        })
+    }
+}
+
+impl Drop for TypeHold {
+    fn drop(&mut self) {
+        if self.owned {
+            let _ = crate::datatype::derived::free(self.handle);
+        }
+    }
+}
+
+/// Starts the operation once; returns the engine request.
+pub type Starter = Arc<dyn Fn() -> MpiResult<usize> + Send + Sync>;
 
 struct Persist {
     name: &'static str,
-    make: Box<dyn Fn() -> Plan + Send>,
+    start: Starter,
     active: Option<usize>,
+    /// A point-to-point request (may be freed while active, and cancelled).
+    p2p: bool,
 }
 
 static TABLE: Mutex<Vec<Option<Persist>>> = Mutex::new(Vec::new());
@@ -31,10 +85,23 @@ fn index(h: i32) -> Option<usize> {
         .map(|i| i - PERSIST_BASE)
 }
 
-/// Creates a persistent request; `make` plans one run (validated once now).
+/// Creates a persistent collective request; `make` plans one run (validated once now:
+/// argument errors are reported by the _init call itself).
 pub fn create(name: &'static str, make: Box<dyn Fn() -> Plan + Send>) -> MpiResult<i32> {
-    // Argument errors are reported by the _init call itself.
     drop(make()?);
+    let make = Mutex::new(make);
+    let start: Starter =
+        Arc::new(move || super::coll::start_plan_id(name, (make.lock().unwrap())()));
+    insert(name, start, false)
+}
+
+/// Creates a persistent point-to-point request whose every start calls `start` (its
+/// arguments were checked by the caller).
+pub fn create_p2p(name: &'static str, start: Starter) -> MpiResult<i32> {
+    insert(name, start, true)
+}
+
+fn insert(name: &'static str, start: Starter, p2p: bool) -> MpiResult<i32> {
     let mut t = TABLE.lock().unwrap();
     let i = match t.iter().position(|x| x.is_none()) {
         Some(i) => i,
@@ -45,8 +112,9 @@ pub fn create(name: &'static str, make: Box<dyn Fn() -> Plan + Send>) -> MpiResu
     };
     t[i] = Some(Persist {
         name,
-        make,
+        start,
         active: None,
+        p2p,
     });
     Ok(direct_handle(OBJ_REQUEST, PERSIST_BASE + i))
 }
@@ -62,7 +130,7 @@ fn bad(h: i32) -> MpiError {
     )
 }
 
-/// MPI_Start: runs the request's collective as a nonblocking one.
+/// MPI_Start: starts the request's operation as the nonblocking call does.
 pub fn start(h: i32) -> MpiResult<()> {
     let i = index(h).ok_or_else(|| {
         err(
@@ -70,15 +138,17 @@ pub fn start(h: i32) -> MpiResult<()> {
             format!("request={h:#x} is not a persistent request (MPI_Start needs one)"),
         )
     })?;
-    let (name, plan) = {
+    // (the starter runs without the table's lock: starting may run the progress
+    // engine, which may look requests up)
+    let start = {
         let t = TABLE.lock().unwrap();
         let p = t.get(i).and_then(|p| p.as_ref()).ok_or_else(|| bad(h))?;
         if p.active.is_some() {
             return Err(err(MPI_ERR_REQUEST, format!("{}: the persistent request is already active (wait for it before starting it again)", p.name)));
         }
-        (p.name, (p.make)())
+        p.start.clone()
     };
-    let id = super::coll::start_plan_id(name, plan)?;
+    let id = start()?;
     TABLE.lock().unwrap()[i]
         .as_mut()
         .ok_or_else(|| bad(h))?
@@ -112,12 +182,25 @@ pub fn release(h: &mut i32) {
     }
 }
 
-/// MPI_Request_free of a persistent request: allowed when inactive.
-pub fn free(h: i32) -> MpiResult<()> {
+/// Whether `h` is a persistent point-to-point request (which MPI_Cancel accepts).
+pub fn is_p2p(h: i32) -> bool {
+    index(h).is_some_and(|i| {
+        TABLE
+            .lock()
+            .unwrap()
+            .get(i)
+            .is_some_and(|p| p.as_ref().is_some_and(|p| p.p2p))
+    })
+}
+
+/// MPI_Request_free of a persistent request: allowed when inactive, and for a
+/// point-to-point one also when active (its operation then completes on its own).
+/// Returns the active engine request to release when it completes.
+pub fn free(h: i32) -> MpiResult<Option<usize>> {
     let i = index(h).ok_or_else(|| bad(h))?;
     let mut t = TABLE.lock().unwrap();
     let p = t.get(i).and_then(|p| p.as_ref()).ok_or_else(|| bad(h))?;
-    if p.active.is_some() {
+    if p.active.is_some() && !p.p2p {
         return Err(err(
             MPI_ERR_REQUEST,
             format!(
@@ -126,6 +209,7 @@ pub fn free(h: i32) -> MpiResult<()> {
             ),
         ));
     }
+    let active = p.active;
     t[i] = None;
-    Ok(())
+    Ok(active)
 }
