@@ -3,10 +3,13 @@
  *   last set first, while MPI is still initialised (MPI-3.1 section 8.7.1);
  * - calls that return a single status (Recv, Wait, Test, Probe, Iprobe, Sendrecv) leave
  *   its MPI_ERROR field alone; only the multiple-completion calls set it (3.2.5);
- * - MPI_LASTUSEDCODE is at least MPI_ERR_LASTCODE (8.5). */
+ * - MPI_LASTUSEDCODE is at least MPI_ERR_LASTCODE and every added code (8.5);
+ * - MPI_Add_error_class/code/string, MPI_Status_set_elements(_x)/cancelled,
+ *   MPI_Comm_set_info/get_info, MPI_Info_get_string. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int rank, size, failures;
 
@@ -74,6 +77,73 @@ int main(int argc, char **argv) {
     st.MPI_ERROR = MPI_ERR_DIMS;
     MPI_Recv(&y, 1, MPI_INT, MPI_PROC_NULL, 3, MPI_COMM_WORLD, &st);
     CHECK(st.MPI_ERROR == MPI_ERR_DIMS, "Recv from MPI_PROC_NULL");
+
+    /* Error classes and codes added by the program */
+    int ecls, ecode, c2, len, lastv;
+    char msg[MPI_MAX_ERROR_STRING];
+    MPI_Add_error_class(&ecls);
+    MPI_Add_error_code(ecls, &ecode);
+    MPI_Add_error_code(MPI_ERR_ARG, &c2);
+    CHECK(ecls > MPI_ERR_LASTCODE && ecode != ecls && c2 != ecode, "added values %d %d %d", ecls, ecode, c2);
+    MPI_Add_error_string(ecode, "the widget is broken");
+    MPI_Error_string(ecode, msg, &len);
+    CHECK(strcmp(msg, "the widget is broken") == 0 && len == 20, "added string: '%s' (%d)", msg, len);
+    int k;
+    MPI_Error_class(ecode, &k);
+    CHECK(k == ecls, "class of added code: %d, not %d", k, ecls);
+    MPI_Error_class(c2, &k);
+    CHECK(k == MPI_ERR_ARG, "class of a code added to MPI_ERR_ARG: %d", k);
+    MPI_Error_class(ecls, &k);
+    CHECK(k == ecls, "an added class is its own class");
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &last, &flag);
+    lastv = *last;
+    CHECK(lastv >= ecls && lastv >= ecode && lastv >= c2, "MPI_LASTUSEDCODE %d after adding", lastv);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    CHECK(MPI_Add_error_string(MPI_ERR_ARG, "no") != MPI_SUCCESS, "a predefined code's string cannot be set");
+    CHECK(MPI_Add_error_code(ecode, &k) != MPI_SUCCESS, "a code is not a class");
+    CHECK(MPI_Comm_call_errhandler(MPI_COMM_WORLD, ecode) == MPI_SUCCESS, "call_errhandler");
+
+    /* Status setters (generalized requests and layered libraries use them) */
+    MPI_Datatype three;
+    MPI_Type_contiguous(3, MPI_INT, &three);
+    MPI_Type_commit(&three);
+    MPI_Status_set_elements(&st, three, 7);
+    MPI_Status_set_cancelled(&st, 1);
+    int cnt, el;
+    MPI_Get_elements(&st, three, &el);
+    MPI_Get_count(&st, three, &cnt);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(el == 7 && cnt == MPI_UNDEFINED && flag, "set_elements 7: elements %d count %d cancelled %d", el, cnt, flag);
+    MPI_Status_set_elements_x(&st, MPI_INT, (MPI_Count)6);
+    MPI_Get_count(&st, three, &cnt);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(cnt == 2 && flag, "set_elements_x 6: count %d cancelled %d", cnt, flag);
+    MPI_Status_set_cancelled(&st, 0);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(!flag, "set_cancelled 0");
+    MPI_Type_free(&three);
+
+    /* Communicator info: the hint shmpi reads, set and read back; MPI_Info_get_string */
+    MPI_Info in, out;
+    MPI_Info_create(&in);
+    MPI_Info_set(in, "shmpi_check_args", "false");
+    MPI_Info_set(in, "some_other_hint", "ignored");
+    MPI_Comm_set_info(MPI_COMM_WORLD, in);
+    MPI_Comm_get_info(MPI_COMM_WORLD, &out);
+    char val[64];
+    int blen = sizeof val;
+    MPI_Info_get_string(out, "shmpi_check_args", &blen, val, &flag);
+    CHECK(flag && strcmp(val, "false") == 0 && blen == 6, "get_info: '%s' (%d)", val, blen);
+    blen = 3;
+    MPI_Info_get_string(out, "shmpi_check_args", &blen, val, &flag);
+    CHECK(flag && strcmp(val, "fa") == 0 && blen == 6, "get_string truncated: '%s' (%d)", val, blen);
+    blen = 0;
+    MPI_Info_get_string(in, "nope", &blen, val, &flag);
+    CHECK(!flag && blen == 0, "get_string of a missing key");
+    MPI_Info_free(&out);
+    MPI_Info_set(in, "shmpi_check_args", "true");
+    MPI_Comm_set_info(MPI_COMM_WORLD, in);
+    MPI_Info_free(&in);
 
     /* Attributes on MPI_COMM_SELF: deleted by MPI_Finalize, last set first */
     for (long i = 0; i < 3; i++) {

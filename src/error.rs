@@ -137,10 +137,72 @@ pub fn record(class: i32, full: String) -> i32 {
     class | ((k as i32) << 7)
 }
 
+/// Error classes and codes added by the program (MPI_Add_error_class/code), numbered
+/// from `DYN_BASE` up, above every predefined code (MPI_ERR_LASTCODE): entry `i` is
+/// value `DYN_BASE + i`, its class (itself for a class) and its string.
+pub const DYN_BASE: i32 = MPI_ERR_LASTCODE + 1;
+
+static DYNAMIC: Mutex<Vec<(i32, String)>> = Mutex::new(Vec::new());
+
+/// Adds an error class (`class` None) or a code of `class`; returns its value.
+pub fn add_dynamic(class: Option<i32>) -> MpiResult<i32> {
+    if let Some(c) = class {
+        if code_class(c) != Some(c) {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("errorclass={c} is not an error class"),
+            ));
+        }
+    }
+    let mut d = DYNAMIC.lock().unwrap_or_else(|e| e.into_inner());
+    let v = i32::try_from(d.len())
+        .ok()
+        .and_then(|i| DYN_BASE.checked_add(i))
+        .ok_or_else(|| err(MPI_ERR_OTHER, "no more error codes can be added"))?;
+    d.push((class.unwrap_or(v), String::new()));
+    Ok(v)
+}
+
+/// MPI_Add_error_string: the text of an added class or code.
+pub fn set_dynamic_string(code: i32, text: String) -> MpiResult<()> {
+    let mut d = DYNAMIC.lock().unwrap_or_else(|e| e.into_inner());
+    match code
+        .checked_sub(DYN_BASE)
+        .and_then(|i| d.get_mut(usize::try_from(i).ok()?))
+    {
+        Some(e) => {
+            e.1 = text;
+            Ok(())
+        }
+        None => Err(err(
+            MPI_ERR_ARG,
+            format!("errorcode={code} was not added by MPI_Add_error_class or MPI_Add_error_code (predefined codes keep their strings)"),
+        )),
+    }
+}
+
+/// The highest value added so far (MPI_LASTUSEDCODE), if any.
+pub fn last_dynamic() -> Option<i32> {
+    let n = DYNAMIC.lock().unwrap_or_else(|e| e.into_inner()).len() as i32;
+    (n > 0).then(|| DYN_BASE + n - 1)
+}
+
+fn dynamic(code: i32) -> Option<(i32, String)> {
+    let i = usize::try_from(code.checked_sub(DYN_BASE)?).ok()?;
+    DYNAMIC
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(i)
+        .cloned()
+}
+
 /// The class of an error code (identity for classes).
 pub fn code_class(code: i32) -> Option<i32> {
     if (0..=LAST_CLASS).contains(&code) || (100..=103).contains(&code) {
         return Some(code);
+    }
+    if code >= DYN_BASE {
+        return dynamic(code).map(|(c, _)| c);
     }
     if code > 127 && code <= MPI_ERR_LASTCODE {
         let class = code & 0x7f;
@@ -154,6 +216,9 @@ pub fn code_class(code: i32) -> Option<i32> {
 /// The text of an error code: the recorded message if it is still in the ring, else the
 /// class text.
 pub fn code_string(code: i32) -> Option<String> {
+    if code >= DYN_BASE {
+        return dynamic(code).map(|(_, s)| s);
+    }
     let class = code_class(code)?;
     if code > 127 && code == class | (code & !0x7f) && code & !0x7f != 0 {
         let k = code >> 7;

@@ -556,6 +556,7 @@ mod ci {
             flag: *mut c_int,
         ) -> c_int;
         pub fn PMPI_Info_get_nthkey(info: c_int, n: c_int, key: *mut c_char) -> c_int;
+        pub fn PMPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int;
     }
 }
 
@@ -577,6 +578,20 @@ pub unsafe fn info_set(
         let v = rt::string_in(value, value_len);
         // SAFETY: INFO is the caller's INTEGER; both strings are NUL-terminated.
         unsafe { ci::PMPI_Info_set(*info, k.as_ptr().cast(), v.as_ptr().cast()) }
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+pub unsafe fn add_error_string(
+    errorcode: *const Fint,
+    string: *const u8,
+    ierror: *mut Fint,
+    string_len: usize,
+) {
+    let rc = rt::guard(|| {
+        let s = rt::string_in(string, string_len);
+        // SAFETY: ERRORCODE is the caller's INTEGER; the string is NUL-terminated.
+        unsafe { ci::PMPI_Add_error_string(*errorcode, s.as_ptr().cast()) }
     });
     rt::set_ierror(ierror, rc);
 }

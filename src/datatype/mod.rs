@@ -121,6 +121,26 @@ pub fn get_elements(t: &Type, bytes: u64) -> Option<u64> {
     }
 }
 
+/// The inverse of [`get_elements`]: the bytes that the first `n` basic elements of a
+/// sequence of instances of `t` occupy (MPI_Status_set_elements).
+pub fn elements_bytes(t: &Type, n: u64) -> Option<u64> {
+    let per = t.layout.elem_count() as u64;
+    if per == 0 {
+        return (n == 0).then_some(0);
+    }
+    let mut bytes = (n / per).checked_mul(t.size() as u64)?;
+    let mut rem = n % per;
+    for &(esz, run) in &t.layout.elems {
+        let k = rem.min(run as u64);
+        bytes = bytes.checked_add(k * esz as u64)?;
+        rem -= k;
+        if rem == 0 {
+            break;
+        }
+    }
+    Some(bytes)
+}
+
 /// Checks that `buf` (a slice whose byte `origin` is the buffer address) holds `count`
 /// instances of `t`.
 fn check_slice(t: &Type, count: usize, buf_len: usize, origin: usize) -> MpiResult<()> {

@@ -68,21 +68,24 @@ mpi_entry!(MPI_Comm_dup, PMPI_Comm_dup, (comm: i32, newcomm: *mut i32), errcomm 
     put_comm(newcomm, Some(create::dup(&c)?))
 });
 
+/// The one hint shmpi reads: "shmpi_check_args" = "false" turns the collective
+/// argument-agreement check off on a communicator (coll/agree.rs); every process must
+/// pass the same value. `None`: the info does not set it.
+fn check_args_hint(info: i32) -> crate::error::MpiResult<Option<bool>> {
+    match super::info::value(info, "shmpi_check_args", "info")?.as_deref() {
+        Some("false") | Some("0") => Ok(Some(false)),
+        Some("true") | Some("1") => Ok(Some(true)),
+        None => Ok(None),
+        Some(v) => Err(err(
+            MPI_ERR_INFO,
+            format!("info key shmpi_check_args={v:?}: the value must be \"true\" or \"false\""),
+        )),
+    }
+}
+
 mpi_entry!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm: i32, info: i32, newcomm: *mut i32), errcomm = comm, {
     let c = check::comm(comm)?;
-    // The one hint shmpi reads: "shmpi_check_args" = "false" turns the collective
-    // argument-agreement check off on the new communicator (coll/agree.rs); every
-    // process must pass the same value.
-    let check_args = match super::info::value(info, "shmpi_check_args", "info")?.as_deref() {
-        Some("false") | Some("0") => false,
-        Some("true") | Some("1") | None => true,
-        Some(v) => {
-            return Err(err(
-                MPI_ERR_INFO,
-                format!("info key shmpi_check_args={v:?}: the value must be \"true\" or \"false\""),
-            ))
-        }
-    };
+    let check_args = check_args_hint(info)?.unwrap_or(true);
     if newcomm.is_null() {
         return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
     }
@@ -90,6 +93,21 @@ mpi_entry!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm: i32, info: i3
     d.check_args
         .store(check_args, std::sync::atomic::Ordering::Relaxed);
     put_comm(newcomm, Some(d))
+});
+
+mpi_entry!(MPI_Comm_set_info, PMPI_Comm_set_info, (comm: i32, info: i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    if let Some(v) = check_args_hint(info)? {
+        c.check_args.store(v, std::sync::atomic::Ordering::Relaxed);
+    }
+    Ok(())
+});
+
+mpi_entry!(MPI_Comm_get_info, PMPI_Comm_get_info, (comm: i32, info_used: *mut i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    let on = c.check_args.load(std::sync::atomic::Ordering::Relaxed);
+    let h = super::info::new_info(vec![("shmpi_check_args".to_string(), on.to_string())]);
+    check::out(info_used, h, "info_used")
 });
 
 mpi_entry!(MPI_Comm_split, PMPI_Comm_split, (comm: i32, color: c_int, key: c_int, newcomm: *mut i32), errcomm = comm, {

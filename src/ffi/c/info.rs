@@ -64,7 +64,7 @@ pub fn value(h: i32, key: &str, arg: &str) -> MpiResult<Option<String>> {
         .map(|(_, v)| v))
 }
 
-fn new_info(e: Vec<(String, String)>) -> i32 {
+pub fn new_info(e: Vec<(String, String)>) -> i32 {
     let mut t = INFOS.lock().unwrap();
     let i = match t.iter().position(|x| x.is_none()) {
         Some(i) => i,
@@ -157,6 +157,24 @@ mpi_entry!(MPI_Info_get_valuelen, PMPI_Info_get_valuelen, (info: i32, key: *cons
     match entries(info, "info")?.into_iter().find(|(kk, _)| *kk == k) {
         Some((_, v)) => {
             check::out(valuelen, v.len() as c_int, "valuelen")?;
+            check::out(flag, 1, "flag")
+        }
+        None => check::out(flag, 0, "flag"),
+    }
+});
+
+// MPI-4: the value and its length in one call; *buflen is the buffer's size in, the
+// value's length plus its NUL out; a buffer of 0 bytes is not written.
+mpi_entry!(MPI_Info_get_string, PMPI_Info_get_string, (info: i32, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let k = string(key, "key", MPI_MAX_INFO_KEY - 1, MPI_ERR_INFO_KEY)?;
+    let cap = check::count(check::inp(buflen, "buflen")?, "buflen")?;
+    match entries(info, "info")?.into_iter().find(|(kk, _)| *kk == k) {
+        Some((_, v)) => {
+            if cap > 0 {
+                check::c_string(value, cap, &v, "value")?;
+            }
+            check::out(buflen, v.len() as c_int + 1, "buflen")?;
             check::out(flag, 1, "flag")
         }
         None => check::out(flag, 0, "flag"),

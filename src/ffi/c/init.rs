@@ -124,6 +124,29 @@ mpi_entry!(MPI_Error_string, PMPI_Error_string, (errorcode: c_int, string: *mut 
     check::out(resultlen, n, "resultlen")
 });
 
+mpi_entry!(MPI_Add_error_class, PMPI_Add_error_class, (errorclass: *mut c_int), errcomm = MPI_COMM_WORLD, {
+    runtime::job()?;
+    check::out(errorclass, crate::error::add_dynamic(None)?, "errorclass")
+});
+
+mpi_entry!(MPI_Add_error_code, PMPI_Add_error_code, (errorclass: c_int, errorcode: *mut c_int), errcomm = MPI_COMM_WORLD, {
+    runtime::job()?;
+    check::out(errorcode, crate::error::add_dynamic(Some(errorclass))?, "errorcode")
+});
+
+mpi_entry!(MPI_Add_error_string, PMPI_Add_error_string, (errorcode: c_int, string: *const c_char), errcomm = MPI_COMM_WORLD, {
+    runtime::job()?;
+    if string.is_null() {
+        return Err(err(MPI_ERR_ARG, "string is NULL"));
+    }
+    // SAFETY: a non-NULL string argument is a NUL-terminated C string (the standard).
+    let text = unsafe { std::ffi::CStr::from_ptr(string) }.to_string_lossy().into_owned();
+    if text.len() >= MPI_MAX_ERROR_STRING as usize {
+        return Err(err(MPI_ERR_ARG, format!("string is {} characters long; at most {} fit (MPI_MAX_ERROR_STRING - 1)", text.len(), MPI_MAX_ERROR_STRING - 1)));
+    }
+    crate::error::set_dynamic_string(errorcode, text)
+});
+
 mpi_entry!(MPI_Error_class, PMPI_Error_class, (errorcode: c_int, errorclass: *mut c_int), errcomm = MPI_COMM_WORLD, {
     let c = crate::error::code_class(errorcode)
         .ok_or_else(|| err(MPI_ERR_ARG, format!("errorcode={errorcode} is not a valid error code")))?;
@@ -219,6 +242,7 @@ fn predefined_attr(key: c_int) -> Option<*mut c_int> {
         let a = &raw mut ATTRS;
         (*a).universe_size = size;
         (*a).appnum = appnum;
+        (*a).lastusedcode = crate::error::last_dynamic().unwrap_or(MPI_ERR_LASTCODE);
         Some(match key {
             MPI_TAG_UB => &raw mut (*a).tag_ub,
             MPI_HOST => &raw mut (*a).host,

@@ -631,6 +631,34 @@ mpi_entry!(MPI_Cancel, PMPI_Cancel, (request: *mut i32), errcomm = MPI_COMM_WORL
     }
 });
 
+mpi_entry!(MPI_Status_set_cancelled, PMPI_Status_set_cancelled, (status: *mut CStatus, flag: c_int), errcomm = MPI_COMM_WORLD, {
+    let mut st = check::inp(status, "status")?;
+    st.count_hi_and_cancelled = (st.count_hi_and_cancelled & !1) | (flag != 0) as c_int;
+    check::out(status, st, "status")
+});
+
+/// MPI_Status_set_elements(_x): the status says `count` basic elements of `dt` arrived.
+fn set_elements(status: *mut CStatus, dt: i32, count: i64) -> MpiResult<()> {
+    check::datatype(dt, "datatype")?;
+    let n = check::count(count, "count")?;
+    let t = crate::datatype::derived::get(dt, "datatype")?;
+    let bytes = crate::datatype::elements_bytes(&t, n as u64)
+        .filter(|&b| b < 1 << 62)
+        .ok_or_else(|| err(MPI_ERR_COUNT, format!("count={count} overflows")))?;
+    let mut st = check::inp(status, "status")?;
+    st.count_lo = bytes as u32 as c_int;
+    st.count_hi_and_cancelled = (((bytes >> 32) as c_int) << 1) | (st.count_hi_and_cancelled & 1);
+    check::out(status, st, "status")
+}
+
+mpi_entry!(MPI_Status_set_elements, PMPI_Status_set_elements, (status: *mut CStatus, datatype: i32, count: c_int), errcomm = MPI_COMM_WORLD, {
+    set_elements(status, datatype, count.into())
+});
+
+mpi_entry!(MPI_Status_set_elements_x, PMPI_Status_set_elements_x, (status: *mut CStatus, datatype: i32, count: i64), errcomm = MPI_COMM_WORLD, {
+    set_elements(status, datatype, count)
+});
+
 mpi_entry!(MPI_Test_cancelled, PMPI_Test_cancelled, (status: *const CStatus, flag: *mut c_int), errcomm = MPI_COMM_WORLD, {
     let st = check::inp(status, "status")?;
     check::out(flag, st.count_hi_and_cancelled & 1, "flag")
