@@ -1,8 +1,9 @@
 /* Reductions where processes pass different datatypes with the same type signature:
  * by rank r % 3, count 3n of MPI_DOUBLE, count n of a contiguous type of 3 MPI_DOUBLE,
  * or count n of a strided vector type of 3 MPI_DOUBLE (extent 5 doubles); for
- * MINLOC/MAXLOC, count 2n of MPI_DOUBLE_INT or count n of a contiguous type of 2
- * MPI_DOUBLE_INT. Across an intercommunicator this is what the standard allows (the two
+ * MINLOC/MAXLOC, count 2n of MPI_DOUBLE_INT or MPI_SHORT_INT, or count n of a
+ * contiguous type of 2 of them (MPI_SHORT_INT's index sits at 4, after padding its
+ * packed form drops; also through MPI_Reduce_local). Across an intercommunicator this is what the standard allows (the two
  * groups give "count and datatype arguments that specify the same type signature"); on
  * an intracommunicator it asks for the same datatype everywhere, and shmpi accepts
  * matching signatures there too (Allreduce, Reduce, Scan, Bcast; not the
@@ -29,11 +30,12 @@ static int rank, size, failures;
     } while (0)
 
 typedef struct { double v; int i; } dint;
+typedef struct { short v; int i; } sint; /* MPI_SHORT_INT: the index at 4, not at 2 */
 
 /* Element k of rank r's vector (small integers: every sum is exact). */
 static double val(int r, long k) { return (double)((r * 31 + k * 7) % 1000) - 300; }
 
-static MPI_Datatype t3, tv, t2p;
+static MPI_Datatype t3, tv, t2p, t2s;
 
 /* Rank r's datatype and count for 3n doubles, and how its memory holds element k. */
 static MPI_Datatype dtype_of(int r, long n, int *count) {
@@ -55,6 +57,8 @@ int main(int argc, char **argv) {
     MPI_Type_commit(&t3);
     MPI_Type_commit(&tv);
     MPI_Type_commit(&t2p);
+    MPI_Type_contiguous(2, MPI_SHORT_INT, &t2s);
+    MPI_Type_commit(&t2s);
     long sizes[] = {1, 7, 700, 40000};
     for (int si = 0; si < 4; si++) {
         long n = sizes[si], nd = 3 * n, ntot = nd * size;
@@ -117,6 +121,32 @@ int main(int argc, char **argv) {
             bad += po[k].v != w.v || po[k].i != w.i;
         }
         CHECK(!bad, "Allreduce MAXLOC n=%ld: %d wrong", n, bad);
+        /* MINLOC on MPI_SHORT_INT pairs, and MPI_Reduce_local on the derived type */
+        sint *qs = malloc(np2 * sizeof(sint)), *qo = malloc(np2 * sizeof(sint));
+        for (long k = 0; k < np2; k++) qs[k] = (sint){(short)((rank * 11 + k * 3) % 5), rank};
+        memset(qo, 0, np2 * sizeof(sint));
+        MPI_Allreduce(qs, qo, rank % 2 ? (int)n : (int)np2, rank % 2 ? t2s : MPI_SHORT_INT,
+                      MPI_MINLOC, MPI_COMM_WORLD);
+        bad = 0;
+        for (long k = 0; k < np2; k++) {
+            sint w = {(short)((k * 3) % 5), 0};
+            for (int r = 1; r < size; r++) {
+                short v = (short)((r * 11 + k * 3) % 5);
+                if (v < w.v) w = (sint){v, r};
+            }
+            bad += qo[k].v != w.v || qo[k].i != w.i;
+        }
+        CHECK(!bad, "Allreduce MINLOC on SHORT_INT n=%ld: %d wrong", n, bad);
+        for (long k = 0; k < np2; k++) qo[k] = (sint){(short)(k % 3), 1000 + (int)k};
+        MPI_Reduce_local(qs, qo, (int)n, t2s, MPI_MINLOC);
+        bad = 0;
+        for (long k = 0; k < np2; k++) {
+            sint a = qs[k], b = {(short)(k % 3), 1000 + (int)k};
+            sint w = a.v < b.v || (a.v == b.v && a.i < b.i) ? a : b;
+            bad += qo[k].v != w.v || qo[k].i != w.i;
+        }
+        CHECK(!bad, "Reduce_local MINLOC on a type of SHORT_INT n=%ld: %d wrong", n, bad);
+        free(qs), free(qo);
         /* Intercommunicator: group A = ranks < size/2 passes MPI_DOUBLE, group B the
          * datatype of its first rank's kind; each receives the fold of the other group. */
         if (size >= 2) {
@@ -145,6 +175,7 @@ int main(int argc, char **argv) {
     MPI_Type_free(&t3);
     MPI_Type_free(&tv);
     MPI_Type_free(&t2p);
+    MPI_Type_free(&t2s);
     int all;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("coll_mixtype: %s\n", all ? "FAILED" : "ok");

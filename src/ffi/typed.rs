@@ -107,10 +107,11 @@ pub fn recv_into(p: *mut c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiRe
     })))
 }
 
-/// A staged output: buffer index, user address, count, type, and the basic pair type's
-/// (size, extent) when the buffer holds its elements spread to their extent (see
+/// A staged output: buffer index, user address, count, type, and the basic pair type
+/// when the buffer holds its elements laid out as in memory (see
 /// [`Stage::spread_input`]).
-type Unpacked = (usize, *mut c_void, usize, TypeInfo, Option<(usize, usize)>);
+type Pair = &'static crate::datatype::predefined::Predef;
+type Unpacked = (usize, *mut c_void, usize, TypeInfo, Option<Pair>);
 
 /// Staging for collectives: packed copies of non-contiguous inputs, and staging buffers
 /// for non-contiguous outputs that are unpacked when the collective is done.
@@ -179,14 +180,11 @@ impl Stage {
         p: *const c_void,
         count: usize,
         t: &TypeInfo,
-        (size, extent): (usize, usize),
+        pair: Pair,
         arg: &str,
     ) -> MpiResult<UserBuf> {
         let packed = pack_vec(p, count, t, arg)?;
-        let mut v = vec![0u8; packed.len() / size * extent];
-        for (d, c) in v.chunks_mut(extent).zip(packed.chunks(size)) {
-            d[..size].copy_from_slice(c);
-        }
+        let mut v = crate::op::spread_pairs(pair, &packed, packed.len() / pair.size)?;
         // SAFETY: as in `input`.
         let b = unsafe { UserBuf::new(v.as_mut_ptr(), v.len()) };
         self.bufs.push(v);
@@ -200,16 +198,16 @@ impl Stage {
         p: *mut c_void,
         count: usize,
         t: &TypeInfo,
-        (size, extent): (usize, usize),
+        pair: Pair,
         arg: &str,
     ) -> MpiResult<UserBuf> {
         check_base(p, count, t, arg)?;
         lookup(t)?;
-        let mut v = vec![0u8; packed_len(t, count)? / size * extent];
+        let mut v = vec![0u8; packed_len(t, count)? / pair.size * pair.extent];
         // SAFETY: as in `input`.
         let b = unsafe { UserBuf::new(v.as_mut_ptr(), v.len()) };
         self.unpacks
-            .push((self.bufs.len(), p, count, *t, Some((size, extent))));
+            .push((self.bufs.len(), p, count, *t, Some(pair)));
         self.bufs.push(v);
         Ok(b)
     }
@@ -292,12 +290,9 @@ impl Stage {
         for (i, p, count, t, spread) in &self.unpacks {
             match spread {
                 None => unpack_into(*p, *count, t, &self.bufs[*i])?,
-                Some((size, extent)) => {
-                    let packed: Vec<u8> = self.bufs[*i]
-                        .chunks(*extent)
-                        .flat_map(|c| &c[..*size])
-                        .copied()
-                        .collect();
+                Some(pair) => {
+                    let b = &self.bufs[*i];
+                    let packed = crate::op::gather_pairs(pair, b, b.len() / pair.extent)?;
                     unpack_into(*p, *count, t, &packed)?
                 }
             }
@@ -407,12 +402,12 @@ impl RedData {
         self.mode == RedMode::Native
     }
 
-    /// The basic pair type's (size, extent) when the engine holds a derived
-    /// datatype's elements spread (see [`Stage::spread_input`]).
-    fn spread(&self) -> Option<(usize, usize)> {
+    /// The basic pair type when the engine holds a derived datatype's elements laid
+    /// out as in memory (see [`Stage::spread_input`]).
+    fn spread(&self) -> Option<Pair> {
         self.basic
             .filter(|(p, _)| p.size != p.extent)
-            .map(|(p, _)| (p.size, p.extent))
+            .map(|(p, _)| p)
     }
 
     pub fn bytes(&self, count: usize) -> MpiResult<usize> {

@@ -443,6 +443,24 @@ pub fn is_commutative(op: &OpRef) -> bool {
 /// type (see [`reduce_basic`]) and the slices hold the PACKED data
 /// (`datatype::pack` of `count` instances, `count * size` bytes); the result in
 /// `inout` is packed too (unpack it into the user's buffer).
+/// `n` packed elements of the predefined pair type `p` (MPI_Pack's form: value and index
+/// back to back) laid out as in memory, `extent` apart with each field at its
+/// displacement (MPI_SHORT_INT's index is at 4, not 2): what the pair kernels read.
+pub fn spread_pairs(p: &Predef, packed: &[u8], n: usize) -> MpiResult<Vec<u8>> {
+    let t = crate::datatype::derived::get(p.handle, "datatype")?;
+    let mut v = vec![0u8; n * p.extent];
+    crate::datatype::unpack_slice(&t, n, &mut v, 0, &packed[..n * p.size], 0)?;
+    Ok(v)
+}
+
+/// The inverse of [`spread_pairs`].
+pub fn gather_pairs(p: &Predef, spread: &[u8], n: usize) -> MpiResult<Vec<u8>> {
+    let t = crate::datatype::derived::get(p.handle, "datatype")?;
+    let mut v = vec![0u8; n * p.size];
+    crate::datatype::pack_slice(&t, n, spread, 0, &mut v, 0)?;
+    Ok(v)
+}
+
 pub fn apply(op: &OpRef, dtype: i32, inv: &[u8], inout: &mut [u8], count: usize) -> MpiResult<()> {
     match op {
         OpRef::Builtin(b) if predefined::lookup(dtype).is_none() => {
@@ -460,22 +478,13 @@ pub fn apply(op: &OpRef, dtype: i32, inv: &[u8], inout: &mut [u8], count: usize)
                 return apply(op, basic, inv, inout, n);
             }
             // A pair type with padding (e.g. MPI_DOUBLE_INT): packed elements are `size`
-            // bytes apart, the kernel reads them `extent` apart.
+            // bytes apart, the kernel reads them laid out as in memory.
             let need = n * p.size;
             check_len(need, inv.len(), inout.len(), n, p.name)?;
-            let spread = |src: &[u8]| {
-                let mut v = vec![0u8; n * p.extent];
-                for (i, c) in src[..need].chunks(p.size).enumerate() {
-                    v[i * p.extent..i * p.extent + p.size].copy_from_slice(c);
-                }
-                v
-            };
-            let a = spread(inv);
-            let mut b2 = spread(inout);
+            let a = spread_pairs(p, &inv[..need], n)?;
+            let mut b2 = spread_pairs(p, &inout[..need], n)?;
             apply(op, basic, &a, &mut b2, n)?;
-            for (i, c) in inout[..need].chunks_mut(p.size).enumerate() {
-                c.copy_from_slice(&b2[i * p.extent..i * p.extent + p.size]);
-            }
+            inout[..need].copy_from_slice(&gather_pairs(p, &b2, n)?);
             Ok(())
         }
         OpRef::Builtin(b) => {
