@@ -33,6 +33,20 @@ mod c {
             extra: *mut c_void,
         ) -> c_int;
         pub fn PMPI_Comm_free_keyval(keyval: *mut c_int) -> c_int;
+        pub fn PMPI_Type_create_keyval(
+            copy: *const c_void,
+            delete: *const c_void,
+            keyval: *mut c_int,
+            extra: *mut c_void,
+        ) -> c_int;
+        pub fn PMPI_Type_free_keyval(keyval: *mut c_int) -> c_int;
+        pub fn PMPI_Type_set_attr(datatype: c_int, key: c_int, val: *mut c_void) -> c_int;
+        pub fn PMPI_Type_get_attr(
+            datatype: c_int,
+            key: c_int,
+            val: *mut c_void,
+            flag: *mut c_int,
+        ) -> c_int;
         pub fn shmpi_keyval_set_fortran(keyval: c_int, lang: c_int) -> c_int;
         pub fn PMPI_Comm_set_attr(comm: c_int, key: c_int, val: *mut c_void) -> c_int;
         pub fn PMPI_Attr_put(comm: c_int, key: c_int, val: *mut c_void) -> c_int;
@@ -249,6 +263,7 @@ type CreateKeyval =
 
 unsafe fn create_keyval(
     create: CreateKeyval,
+    free: unsafe extern "C" fn(*mut c_int) -> c_int,
     lang: c_int,
     copy_fn: *const c_void,
     delete_fn: *const c_void,
@@ -267,7 +282,7 @@ unsafe fn create_keyval(
         let rc = unsafe { c::shmpi_keyval_set_fortran(key, lang) };
         if rc != crate::abi::MPI_SUCCESS {
             // SAFETY: as above; the key is of no use without its language.
-            unsafe { c::PMPI_Comm_free_keyval(&mut key) };
+            unsafe { free(&mut key) };
             return rc;
         }
         // SAFETY: KEYVAL is the caller's INTEGER.
@@ -288,6 +303,7 @@ pub unsafe fn comm_create_keyval(
     unsafe {
         create_keyval(
             c::PMPI_Comm_create_keyval,
+            c::PMPI_Comm_free_keyval,
             LANG_FORTRAN,
             copy_fn,
             delete_fn,
@@ -309,6 +325,7 @@ pub unsafe fn keyval_create(
     unsafe {
         create_keyval(
             c::PMPI_Keyval_create,
+            c::PMPI_Comm_free_keyval,
             LANG_FORTRAN77,
             copy_fn,
             delete_fn,
@@ -319,8 +336,35 @@ pub unsafe fn keyval_create(
     }
 }
 
-pub unsafe fn comm_set_attr(
-    comm: *const Fint,
+pub unsafe fn type_create_keyval(
+    copy_fn: *const c_void,
+    delete_fn: *const c_void,
+    keyval: *mut Fint,
+    extra: *const Aint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: EXTRA_STATE is the caller's INTEGER(KIND=MPI_ADDRESS_KIND).
+    unsafe {
+        create_keyval(
+            c::PMPI_Type_create_keyval,
+            c::PMPI_Type_free_keyval,
+            LANG_FORTRAN,
+            copy_fn,
+            delete_fn,
+            keyval,
+            *extra,
+            ierror,
+        )
+    }
+}
+
+type SetAttr = unsafe extern "C" fn(c_int, c_int, *mut c_void) -> c_int;
+
+/// COMM_SET_ATTR / TYPE_SET_ATTR: the INTEGER(KIND=MPI_ADDRESS_KIND) value is stored
+/// by value.
+unsafe fn set_attr(
+    set: SetAttr,
+    obj: *const Fint,
     keyval: *const Fint,
     value: *const Aint,
     ierror: *mut Fint,
@@ -329,10 +373,30 @@ pub unsafe fn comm_set_attr(
         // SAFETY: the arguments are the caller's INTEGERs; the value is stored by value.
         unsafe {
             let (key, _) = rt::keyval_to_c(*keyval);
-            c::PMPI_Comm_set_attr(*comm, key, *value as usize as *mut c_void)
+            set(*obj, key, *value as usize as *mut c_void)
         }
     });
     rt::set_ierror(ierror, rc);
+}
+
+pub unsafe fn comm_set_attr(
+    comm: *const Fint,
+    keyval: *const Fint,
+    value: *const Aint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: the caller's arguments, passed on.
+    unsafe { set_attr(c::PMPI_Comm_set_attr, comm, keyval, value, ierror) }
+}
+
+pub unsafe fn type_set_attr(
+    datatype: *const Fint,
+    keyval: *const Fint,
+    value: *const Aint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: the caller's arguments, passed on.
+    unsafe { set_attr(c::PMPI_Type_set_attr, datatype, keyval, value, ierror) }
 }
 
 pub unsafe fn attr_put(
@@ -399,6 +463,21 @@ pub unsafe fn comm_get_attr(
     // SAFETY: VALUE is the caller's INTEGER(KIND=MPI_ADDRESS_KIND).
     unsafe {
         if let Some(v) = attr_value(comm, keyval, flag, ierror, c::PMPI_Comm_get_attr) {
+            *value = v;
+        }
+    }
+}
+
+pub unsafe fn type_get_attr(
+    datatype: *const Fint,
+    keyval: *const Fint,
+    value: *mut Aint,
+    flag: *mut Fint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: VALUE is the caller's INTEGER(KIND=MPI_ADDRESS_KIND).
+    unsafe {
+        if let Some(v) = attr_value(datatype, keyval, flag, ierror, c::PMPI_Type_get_attr) {
             *value = v;
         }
     }

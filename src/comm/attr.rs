@@ -1,10 +1,55 @@
-//! Attribute keys and communicator attributes, with the copy callbacks run by
-//! MPI_Comm_dup and the delete callbacks run by MPI_Comm_free / MPI_Comm_delete_attr.
+//! Attribute keys and the attributes of communicators and datatypes, with the copy
+//! callbacks run by MPI_Comm_dup / MPI_Type_dup and the delete callbacks run by
+//! MPI_Comm_free / MPI_Type_free / MPI_*_delete_attr and by replacing a value.
 use super::Comm;
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use std::os::raw::{c_int, c_void};
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
+
+/// The attributes of one object: (key, value) in the order they were set.
+pub type Attrs = Mutex<Vec<(i32, usize)>>;
+
+/// The kind of object a key was created for: a key of one kind is an error on another.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    Comm,
+    Type,
+}
+
+impl Kind {
+    fn noun(self) -> &'static str {
+        match self {
+            Kind::Comm => "communicator",
+            Kind::Type => "datatype",
+        }
+    }
+}
+
+/// The object attributes are read or changed on: its kind, handle (passed to the
+/// callbacks) and attribute list.
+#[derive(Clone, Copy)]
+pub struct Owner<'a> {
+    pub kind: Kind,
+    pub handle: i32,
+    pub attrs: &'a Attrs,
+}
+
+impl<'a> From<&'a std::sync::Arc<Comm>> for Owner<'a> {
+    fn from(c: &'a std::sync::Arc<Comm>) -> Self {
+        Owner::from(&**c)
+    }
+}
+
+impl<'a> From<&'a Comm> for Owner<'a> {
+    fn from(c: &'a Comm) -> Self {
+        Owner {
+            kind: Kind::Comm,
+            handle: c.handle,
+            attrs: &c.attrs,
+        }
+    }
+}
 
 pub type CopyFn =
     unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
@@ -41,19 +86,20 @@ struct Keyval {
     extra: usize,
     freed: bool,
     lang: Lang,
+    kind: Kind,
 }
 
 /// Marks `h` as created from Fortran (called by the Fortran bindings right after
 /// creating it), so its callbacks are called with Fortran's conventions.
 pub fn set_lang(h: i32, lang: Lang) -> MpiResult<()> {
-    keyval(h, false)?;
+    keyval(h, false, None)?;
     let i = direct_index(h, OBJ_KEYVAL).unwrap();
     KEYVALS.write().unwrap()[i].lang = lang;
     Ok(())
 }
 
 /// Calls a copy callback in its language; returns (error code, flag, new value).
-fn run_copy(k: &Keyval, f: CopyFn, comm: i32, key: i32, val: usize) -> (c_int, bool, usize) {
+fn run_copy(k: &Keyval, f: CopyFn, obj: i32, key: i32, val: usize) -> (c_int, bool, usize) {
     match k.lang {
         Lang::C => {
             let mut out: *mut c_void = std::ptr::null_mut();
@@ -62,7 +108,7 @@ fn run_copy(k: &Keyval, f: CopyFn, comm: i32, key: i32, val: usize) -> (c_int, b
             // pointers to our locals for the output value and flag.
             let rc = unsafe {
                 f(
-                    comm,
+                    obj,
                     key,
                     k.extra as *mut c_void,
                     val as *mut c_void,
@@ -75,7 +121,7 @@ fn run_copy(k: &Keyval, f: CopyFn, comm: i32, key: i32, val: usize) -> (c_int, b
         Lang::Fortran | Lang::Fortran77 => {
             // SAFETY: the function was registered from Fortran with this signature.
             let g: FCopy = unsafe { std::mem::transmute::<CopyFn, FCopy>(f) };
-            let (mut c, mut kk, mut flag, mut ierr) = (comm, key, 0, 0);
+            let (mut c, mut kk, mut flag, mut ierr) = (obj, key, 0, 0);
             let mut extra = k.extra as i64;
             let mut vin = val as i64;
             let mut vout: i64 = 0;
@@ -116,7 +162,12 @@ fn run_copy(k: &Keyval, f: CopyFn, comm: i32, key: i32, val: usize) -> (c_int, b
 
 static KEYVALS: RwLock<Vec<Keyval>> = RwLock::new(Vec::new());
 
-pub fn create_keyval(copy: Option<CopyFn>, delete: Option<DeleteFn>, extra: *mut c_void) -> i32 {
+pub fn create_keyval(
+    kind: Kind,
+    copy: Option<CopyFn>,
+    delete: Option<DeleteFn>,
+    extra: *mut c_void,
+) -> i32 {
     let mut k = KEYVALS.write().unwrap();
     k.push(Keyval {
         copy,
@@ -124,13 +175,23 @@ pub fn create_keyval(copy: Option<CopyFn>, delete: Option<DeleteFn>, extra: *mut
         extra: extra as usize,
         freed: false,
         lang: Lang::C,
+        kind,
     });
     direct_handle(OBJ_KEYVAL, k.len() - 1)
 }
 
-fn keyval(h: i32, allow_freed: bool) -> MpiResult<Keyval> {
+/// The key `h`; with `kind`, it must have been created for that kind of object.
+fn keyval(h: i32, allow_freed: bool, kind: Option<Kind>) -> MpiResult<Keyval> {
     let found = direct_index(h, OBJ_KEYVAL).and_then(|i| KEYVALS.read().unwrap().get(i).copied());
     match found {
+        Some(k) if kind.is_some_and(|want| want != k.kind) => Err(err(
+            MPI_ERR_KEYVAL,
+            format!(
+                "keyval={h:#x} was created for {} attributes, not {} ones",
+                k.kind.noun(),
+                kind.unwrap().noun()
+            ),
+        )),
         Some(k) if allow_freed || !k.freed => Ok(k),
         _ if h == MPI_KEYVAL_INVALID => Err(err(MPI_ERR_KEYVAL, "keyval is MPI_KEYVAL_INVALID")),
         _ => Err(err(
@@ -144,26 +205,28 @@ fn keyval(h: i32, allow_freed: bool) -> MpiResult<Keyval> {
 
 /// True for a user-created key (valid or freed).
 pub fn is_user_keyval(h: i32) -> bool {
-    keyval(h, true).is_ok()
+    keyval(h, true, None).is_ok()
 }
 
-pub fn free_keyval(h: i32) -> MpiResult<()> {
-    keyval(h, false)?;
+/// MPI_Comm_free_keyval / MPI_Type_free_keyval: the key stays usable by the objects
+/// that have it until they delete it.
+pub fn free_keyval(h: i32, kind: Kind) -> MpiResult<()> {
+    keyval(h, false, Some(kind))?;
     let i = direct_index(h, OBJ_KEYVAL).unwrap();
     KEYVALS.write().unwrap()[i].freed = true;
     Ok(())
 }
 
-fn call_delete(c: &Comm, key: i32, val: usize) -> MpiResult<()> {
-    let k = keyval(key, true)?;
+fn call_delete(obj: i32, key: i32, val: usize) -> MpiResult<()> {
+    let k = keyval(key, true, None)?;
     if let Some(f) = k.delete {
         let rc = match k.lang {
             // SAFETY: a user delete callback called as the standard prescribes.
-            Lang::C => unsafe { f(c.handle, key, val as *mut c_void, k.extra as *mut c_void) },
+            Lang::C => unsafe { f(obj, key, val as *mut c_void, k.extra as *mut c_void) },
             Lang::Fortran | Lang::Fortran77 => {
                 // SAFETY: the function was registered from Fortran with this signature.
                 let g: FDelete = unsafe { std::mem::transmute::<DeleteFn, FDelete>(f) };
-                let (mut cc, mut kk, mut ierr) = (c.handle, key, 0);
+                let (mut cc, mut kk, mut ierr) = (obj, key, 0);
                 let (mut v8, mut e8) = (val as i64, k.extra as i64);
                 let (mut v4, mut e4) = (val as i32, k.extra as i32);
                 let (vp, ep): (*mut c_void, *mut c_void) = if k.lang == Lang::Fortran77 {
@@ -192,24 +255,28 @@ fn call_delete(c: &Comm, key: i32, val: usize) -> MpiResult<()> {
     Ok(())
 }
 
-pub fn set(c: &Comm, key: i32, val: usize) -> MpiResult<()> {
-    keyval(key, false)?;
+/// Sets (or replaces, running the delete callback of the old value) an attribute.
+pub fn set<'a>(o: impl Into<Owner<'a>>, key: i32, val: usize) -> MpiResult<()> {
+    let o = o.into();
+    keyval(key, false, Some(o.kind))?;
     let old = {
-        let a = c.attrs.lock().unwrap();
+        let a = o.attrs.lock().unwrap();
         a.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
     };
     if let Some(v) = old {
-        call_delete(c, key, v)?;
+        call_delete(o.handle, key, v)?;
     }
-    let mut a = c.attrs.lock().unwrap();
+    let mut a = o.attrs.lock().unwrap();
     a.retain(|(k, _)| *k != key);
     a.push((key, val));
     Ok(())
 }
 
-pub fn get(c: &Comm, key: i32) -> MpiResult<Option<usize>> {
-    keyval(key, true)?;
-    Ok(c.attrs
+/// The value of an attribute, None if the object has none for this key.
+pub fn get<'a>(o: impl Into<Owner<'a>>, key: i32) -> MpiResult<Option<usize>> {
+    let o = o.into();
+    keyval(key, true, Some(o.kind))?;
+    Ok(o.attrs
         .lock()
         .unwrap()
         .iter()
@@ -217,9 +284,12 @@ pub fn get(c: &Comm, key: i32) -> MpiResult<Option<usize>> {
         .map(|(_, v)| *v))
 }
 
-pub fn delete(c: &Comm, key: i32) -> MpiResult<()> {
-    keyval(key, true)?;
-    let v = c
+/// Deletes an attribute through its delete callback; an object without one for this
+/// key is an error (MPI_ERR_KEYVAL; Open MPI also fails, MPICH returns success).
+pub fn delete<'a>(o: impl Into<Owner<'a>>, key: i32) -> MpiResult<()> {
+    let o = o.into();
+    keyval(key, true, Some(o.kind))?;
+    let v = o
         .attrs
         .lock()
         .unwrap()
@@ -228,33 +298,36 @@ pub fn delete(c: &Comm, key: i32) -> MpiResult<()> {
         .map(|(_, v)| *v);
     match v {
         Some(v) => {
-            call_delete(c, key, v)?;
-            c.attrs.lock().unwrap().retain(|(k, _)| *k != key);
+            call_delete(o.handle, key, v)?;
+            o.attrs.lock().unwrap().retain(|(k, _)| *k != key);
             Ok(())
         }
         None => Err(err(
             MPI_ERR_KEYVAL,
-            format!("keyval={key:#x} has no attribute on this communicator"),
+            format!("keyval={key:#x} has no attribute on this {}", o.kind.noun()),
         )),
     }
 }
 
-/// Runs every attribute's delete callback (MPI_Comm_free, and MPI_Finalize on
-/// MPI_COMM_SELF), in the reverse order of setting.
-pub fn delete_all(c: &Comm) -> MpiResult<()> {
-    let all: Vec<(i32, usize)> = c.attrs.lock().unwrap().clone();
+/// Runs every attribute's delete callback (MPI_Comm_free, MPI_Type_free, and
+/// MPI_Finalize on MPI_COMM_SELF), in the reverse order of setting.
+pub fn delete_all<'a>(o: impl Into<Owner<'a>>) -> MpiResult<()> {
+    let o = o.into();
+    let all: Vec<(i32, usize)> = o.attrs.lock().unwrap().clone();
     for (k, v) in all.into_iter().rev() {
-        call_delete(c, k, v)?;
+        call_delete(o.handle, k, v)?;
     }
-    c.attrs.lock().unwrap().clear();
+    o.attrs.lock().unwrap().clear();
     Ok(())
 }
 
-/// Copies attributes from `old` to `new` through their copy callbacks (MPI_Comm_dup).
-pub fn copy_all(old: &Comm, new: &Comm) -> MpiResult<()> {
+/// Copies attributes from `old` to `new` through their copy callbacks (MPI_Comm_dup,
+/// MPI_Type_dup).
+pub fn copy_all<'a, 'b>(old: impl Into<Owner<'a>>, new: impl Into<Owner<'b>>) -> MpiResult<()> {
+    let (old, new) = (old.into(), new.into());
     let all: Vec<(i32, usize)> = old.attrs.lock().unwrap().clone();
     for (key, val) in all {
-        let k = keyval(key, true)?;
+        let k = keyval(key, true, None)?;
         let Some(f) = k.copy else { continue };
         let (rc, flag, out) = run_copy(&k, f, old.handle, key, val);
         if rc != MPI_SUCCESS {

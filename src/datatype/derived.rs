@@ -31,6 +31,8 @@ pub struct Type {
     pub predefined: Option<&'static Predef>,
     committed: AtomicBool,
     name: Mutex<String>,
+    /// MPI_Type_set_attr's attributes.
+    pub attrs: crate::comm::attr::Attrs,
 }
 
 /// A resolved datatype, held for the duration of an operation.
@@ -44,6 +46,7 @@ impl Type {
             predefined: None,
             committed: AtomicBool::new(false),
             name: Mutex::new(String::new()),
+            attrs: Mutex::new(Vec::new()),
         }
     }
     pub fn size(&self) -> usize {
@@ -212,7 +215,9 @@ pub fn free(h: i32) -> MpiResult<()> {
             format!("datatype={} is predefined and cannot be freed", p.name),
         ));
     }
-    get(h, "datatype")?;
+    let t = get(h, "datatype")?;
+    // The delete callbacks run first; one that fails leaves the type as it was.
+    crate::comm::attr::delete_all(type_owner(h, &t))?;
     let idx = direct_index(h, OBJ_DATATYPE).expect("checked by get");
     let mut r = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
     if r.slots[idx].take().is_some() {
@@ -432,7 +437,17 @@ pub fn resized(old: i32, lb: isize, extent: isize) -> MpiResult<i32> {
     make(l, MPI_COMBINER_RESIZED, vec![], vec![lb, extent], vec![o])
 }
 
-/// MPI_Type_dup: same layout, same commit state, new handle.
+/// The datatype `h` as the owner of attributes.
+pub fn type_owner(h: i32, t: &TypeRef) -> crate::comm::attr::Owner<'_> {
+    crate::comm::attr::Owner {
+        kind: crate::comm::attr::Kind::Type,
+        handle: h,
+        attrs: &t.attrs,
+    }
+}
+
+/// MPI_Type_dup: same layout, same commit state, new handle, the attributes the copy
+/// callbacks keep.
 pub fn dup(old: i32) -> MpiResult<i32> {
     let o = get(old, "oldtype")?;
     let t = Type::new(
@@ -445,7 +460,17 @@ pub fn dup(old: i32) -> MpiResult<i32> {
         },
     );
     t.committed.store(o.is_committed(), Ordering::Release);
-    register(Arc::new(t))
+    let t = Arc::new(t);
+    // The copy callbacks see the old handle; a failing one (or a full handle table)
+    // undoes the copies made so far through their delete callbacks.
+    let copied = crate::comm::attr::copy_all(type_owner(old, &o), type_owner(old, &t));
+    match copied.and_then(|()| register(t.clone())) {
+        Ok(h) => Ok(h),
+        Err(e) => {
+            let _ = crate::comm::attr::delete_all(type_owner(old, &t));
+            Err(e)
+        }
+    }
 }
 
 /// MPI_Type_create_subarray. `order` is MPI_ORDER_C or MPI_ORDER_FORTRAN.

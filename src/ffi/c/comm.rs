@@ -293,17 +293,17 @@ mpi_entry!(MPI_Group_free, PMPI_Group_free, (group: *mut i32), errcomm = MPI_COM
 
 mpi_entry!(MPI_Comm_create_keyval, PMPI_Comm_create_keyval, (copy_fn: Option<attr::CopyFn>, delete_fn: Option<attr::DeleteFn>, keyval: *mut c_int, extra_state: *mut c_void), errcomm = MPI_COMM_WORLD, {
     crate::runtime::job()?;
-    check::out(keyval, attr::create_keyval(copy_fn, delete_fn, extra_state), "comm_keyval")
+    check::out(keyval, attr::create_keyval(attr::Kind::Comm, copy_fn, delete_fn, extra_state), "comm_keyval")
 });
 mpi_entry!(MPI_Keyval_create, PMPI_Keyval_create, (copy_fn: Option<attr::CopyFn>, delete_fn: Option<attr::DeleteFn>, keyval: *mut c_int, extra_state: *mut c_void), errcomm = MPI_COMM_WORLD, {
     crate::runtime::job()?;
-    check::out(keyval, attr::create_keyval(copy_fn, delete_fn, extra_state), "keyval")
+    check::out(keyval, attr::create_keyval(attr::Kind::Comm, copy_fn, delete_fn, extra_state), "keyval")
 });
 
 fn free_keyval(keyval: *mut c_int) -> crate::error::MpiResult<()> {
     crate::runtime::job()?;
     let k = check::inp(keyval, "keyval")?;
-    attr::free_keyval(k)?;
+    attr::free_keyval(k, attr::Kind::Comm)?;
     check::out(keyval, MPI_KEYVAL_INVALID, "keyval")
 }
 mpi_entry!(MPI_Comm_free_keyval, PMPI_Comm_free_keyval, (keyval: *mut c_int), errcomm = MPI_COMM_WORLD, { free_keyval(keyval) });

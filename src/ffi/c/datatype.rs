@@ -164,6 +164,61 @@ mpi_entry!(MPI_Type_dup, PMPI_Type_dup, (oldtype: i32, newtype: *mut i32),
     new_type(newtype, || derived::dup(oldtype))
 });
 
+// ---------------------------------------------------------------------------------------
+// Attributes on datatypes (MPI-2 §6.7.4 of MPI-2.2): keys of their own kind
+
+use crate::comm::attr;
+
+mpi_entry!(MPI_Type_create_keyval, PMPI_Type_create_keyval,
+    (type_copy_attr_fn: Option<attr::CopyFn>, type_delete_attr_fn: Option<attr::DeleteFn>,
+     type_keyval: *mut c_int, extra_state: *mut c_void), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    if type_keyval.is_null() {
+        return Err(err(MPI_ERR_ARG, "type_keyval is NULL"));
+    }
+    let k = attr::create_keyval(attr::Kind::Type, type_copy_attr_fn, type_delete_attr_fn, extra_state);
+    check::out(type_keyval, k, "type_keyval")
+});
+
+mpi_entry!(MPI_Type_free_keyval, PMPI_Type_free_keyval, (type_keyval: *mut c_int),
+    errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let k = check::inp(type_keyval, "type_keyval")?;
+    attr::free_keyval(k, attr::Kind::Type)?;
+    check::out(type_keyval, MPI_KEYVAL_INVALID, "type_keyval")
+});
+
+mpi_entry!(MPI_Type_set_attr, PMPI_Type_set_attr,
+    (datatype: i32, type_keyval: c_int, attribute_val: *mut c_void), errcomm = MPI_COMM_WORLD, {
+    let t = any_type(datatype)?;
+    attr::set(derived::type_owner(datatype, &t), type_keyval, attribute_val as usize)
+});
+
+mpi_entry!(MPI_Type_get_attr, PMPI_Type_get_attr,
+    (datatype: i32, type_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int),
+    errcomm = MPI_COMM_WORLD, {
+    let t = any_type(datatype)?;
+    if attribute_val.is_null() {
+        return Err(err(MPI_ERR_ARG, "attribute_val is NULL"));
+    }
+    if flag.is_null() {
+        return Err(err(MPI_ERR_ARG, "flag is NULL"));
+    }
+    match attr::get(derived::type_owner(datatype, &t), type_keyval)? {
+        Some(v) => {
+            check::out(attribute_val as *mut usize, v, "attribute_val")?;
+            check::out(flag, 1, "flag")
+        }
+        None => check::out(flag, 0, "flag"),
+    }
+});
+
+mpi_entry!(MPI_Type_delete_attr, PMPI_Type_delete_attr, (datatype: i32, type_keyval: c_int),
+    errcomm = MPI_COMM_WORLD, {
+    let t = any_type(datatype)?;
+    attr::delete(derived::type_owner(datatype, &t), type_keyval)
+});
+
 mpi_entry!(MPI_Type_commit, PMPI_Type_commit, (datatype: *mut i32), errcomm = MPI_COMM_WORLD, {
     crate::runtime::job()?;
     let h = check::inp(datatype, "datatype")?;
