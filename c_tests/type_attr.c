@@ -88,6 +88,15 @@ int main(int argc, char **argv) {
     CHECK(ndel == 1 && del_val[0] == 7 && del_type_ok[0], "replace: ndel %d val %d", ndel, del_val[0]);
     CHECK(get(vec, k1, &v) == 1 && v == 5, "k1 after replace: %ld", v);
 
+    /* The library's own uses of a type run no callbacks (a persistent request keeps a
+     * copy of its datatype). */
+    MPI_Type_commit(&vec);
+    int buf[6] = {0};
+    MPI_Request preq;
+    MPI_Send_init(buf, 1, vec, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &preq);
+    MPI_Request_free(&preq);
+    CHECK(ncopy == 0 && ndel == 1, "a persistent request ran callbacks: %d copies, %d deletes", ncopy, ndel - 1);
+
     /* Dup: k1's callback keeps 5 as 10, k2 (NULL_COPY) is not copied, kdup copies 9. */
     MPI_Type_dup(vec, &dup);
     CHECK(ncopy == 1 && copy_val[0] == 5, "copy calls %d (val %d)", ncopy, copy_val[0]);

@@ -446,10 +446,9 @@ pub fn type_owner(h: i32, t: &TypeRef) -> crate::comm::attr::Owner<'_> {
     }
 }
 
-/// MPI_Type_dup: same layout, same commit state, new handle, the attributes the copy
-/// callbacks keep.
-pub fn dup(old: i32) -> MpiResult<i32> {
-    let o = get(old, "oldtype")?;
+/// A copy of `old` under a new handle, without its attributes: what the library keeps
+/// for itself (a persistent request's datatype), invisible to attribute callbacks.
+fn dup_layout(o: &TypeRef) -> Type {
     let t = Type::new(
         o.layout.clone(),
         Envelope {
@@ -460,7 +459,20 @@ pub fn dup(old: i32) -> MpiResult<i32> {
         },
     );
     t.committed.store(o.is_committed(), Ordering::Release);
-    let t = Arc::new(t);
+    t
+}
+
+/// A duplicate for the library's own use (no attribute callbacks run).
+pub fn dup_internal(old: i32) -> MpiResult<i32> {
+    let o = get(old, "oldtype")?;
+    register(Arc::new(dup_layout(&o)))
+}
+
+/// MPI_Type_dup: same layout, same commit state, new handle, the attributes the copy
+/// callbacks keep.
+pub fn dup(old: i32) -> MpiResult<i32> {
+    let o = get(old, "oldtype")?;
+    let t = Arc::new(dup_layout(&o));
     // The copy callbacks see the old handle; a failing one (or a full handle table)
     // undoes the copies made so far through their delete callbacks.
     let copied = crate::comm::attr::copy_all(type_owner(old, &o), type_owner(old, &t));

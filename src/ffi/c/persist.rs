@@ -52,7 +52,7 @@ impl TypeHold {
             });
         }
         Ok(TypeHold {
-            handle: crate::datatype::derived::dup(h)?,
+            handle: crate::datatype::derived::dup_internal(h)?,
             owned: true,
         })
     }
