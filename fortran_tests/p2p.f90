@@ -4,7 +4,7 @@
 ! ISEND/IRECV with WAIT, WAITALL, WAITANY, WAITSOME, TEST, TESTALL, TESTANY,
 ! TESTSOME (1-based indices, MPI_UNDEFINED), PROBE/IPROBE, SENDRECV,
 ! SENDRECV_REPLACE, REQUEST_GET_STATUS, REQUEST_FREE, CANCEL/TEST_CANCELLED,
-! and MPI_PROC_NULL.
+! and MPI_PROC_NULL; GREQUEST_START / GREQUEST_COMPLETE with Fortran callbacks.
 ! The C library's view of the Fortran ignore values (MPI-3.1 17.2.5).
 module cview
   use iso_c_binding
@@ -13,9 +13,43 @@ module cview
   type(c_ptr), bind(C, name='MPI_F_STATUSES_IGNORE') :: f_statuses_ignore
 end module cview
 
+! Generalized request callbacks (every argument by reference).
+module greqcb
+  implicit none
+  integer :: nquery = 0, nfree = 0, ncancel = 0, lastcomplete = -1
+contains
+  subroutine query_fn(extra, status, ierror)
+    use mpi
+    integer(kind=MPI_ADDRESS_KIND) :: extra
+    integer :: status(MPI_STATUS_SIZE), ierror
+    nquery = nquery + 1
+    status(MPI_SOURCE) = MPI_UNDEFINED
+    status(MPI_TAG) = int(extra)
+    call MPI_STATUS_SET_ELEMENTS(status, MPI_INTEGER, 3, ierror)
+    ierror = MPI_SUCCESS
+  end subroutine query_fn
+  subroutine free_fn(extra, ierror)
+    use mpi
+    integer(kind=MPI_ADDRESS_KIND) :: extra
+    integer :: ierror
+    nfree = nfree + int(extra)
+    ierror = MPI_SUCCESS
+  end subroutine free_fn
+  subroutine cancel_fn(extra, complete, ierror)
+    use mpi
+    integer(kind=MPI_ADDRESS_KIND) :: extra
+    logical :: complete
+    integer :: ierror
+    ncancel = ncancel + 1
+    lastcomplete = merge(1, 0, complete)
+    ierror = MPI_SUCCESS
+  end subroutine cancel_fn
+end module greqcb
+
 program p2p
   use mpi
   use cview
+  use greqcb
   implicit none
   integer :: rank, np, ierr, i, k, nxt, prv, cnt, idx, outcount, nfail
   integer :: st(MPI_STATUS_SIZE), sts(MPI_STATUS_SIZE, 8)
@@ -247,6 +281,21 @@ program p2p
   call MPI_RSEND(sbuf, 1, MPI_INTEGER, MPI_PROC_NULL, 1, MPI_COMM_WORLD, ierr)
   call expect(ierr == MPI_SUCCESS, 'rsend to MPI_PROC_NULL')
   tag = 0
+
+  ! ---- generalized requests: the query callback's status, free after query
+  call MPI_GREQUEST_START(query_fn, free_fn, cancel_fn, 42_MPI_ADDRESS_KIND, reqs(1), ierr)
+  call expect(ierr == MPI_SUCCESS .and. reqs(1) /= MPI_REQUEST_NULL, 'grequest_start')
+  call MPI_TEST(reqs(1), flag, st, ierr)
+  call expect(.not. flag, 'generalized request complete too early')
+  call MPI_CANCEL(reqs(1), ierr)
+  call expect(ncancel == 1 .and. lastcomplete == 0, 'cancel callback before completion')
+  call MPI_GREQUEST_COMPLETE(reqs(1), ierr)
+  call MPI_CANCEL(reqs(1), ierr)
+  call expect(ncancel == 2 .and. lastcomplete == 1, 'cancel callback after completion')
+  call MPI_WAIT(reqs(1), st, ierr)
+  call MPI_GET_COUNT(st, MPI_INTEGER, cnt, ierr)
+  call expect(reqs(1) == MPI_REQUEST_NULL .and. st(MPI_TAG) == 42 .and. cnt == 3, 'grequest status')
+  call expect(nquery == 1 .and. nfree == 42, 'grequest query and free callbacks')
 
   ! ---- C's MPI_F_STATUS_IGNORE / MPI_F_STATUSES_IGNORE are these COMMON members
   call expect(transfer(f_status_ignore, 0_8) == loc(MPI_STATUS_IGNORE), 'MPI_F_STATUS_IGNORE')

@@ -48,6 +48,15 @@ mod c {
             flag: *mut c_int,
         ) -> c_int;
         pub fn shmpi_keyval_set_fortran(keyval: c_int, lang: c_int) -> c_int;
+        pub fn PMPI_Grequest_start(
+            query: *const c_void,
+            free: *const c_void,
+            cancel: *const c_void,
+            extra: *mut c_void,
+            request: *mut c_int,
+        ) -> c_int;
+        pub fn PMPI_Request_free(request: *mut c_int) -> c_int;
+        pub fn shmpi_grequest_set_fortran(request: c_int) -> c_int;
         pub fn PMPI_Comm_set_attr(comm: c_int, key: c_int, val: *mut c_void) -> c_int;
         pub fn PMPI_Attr_put(comm: c_int, key: c_int, val: *mut c_void) -> c_int;
         pub fn PMPI_Type_get_name(
@@ -334,6 +343,47 @@ pub unsafe fn keyval_create(
             ierror,
         )
     }
+}
+
+/// MPI_GREQUEST_START: the procedures are Fortran's (the library calls them with every
+/// argument by reference) and the extra state is an INTEGER(KIND=MPI_ADDRESS_KIND),
+/// kept by value.
+pub unsafe fn grequest_start(
+    query_fn: *const c_void,
+    free_fn: *const c_void,
+    cancel_fn: *const c_void,
+    extra: *const Aint,
+    request: *mut Fint,
+    ierror: *mut Fint,
+) {
+    let rc = rt::guard(|| {
+        let mut req: c_int = 0;
+        // SAFETY: the procedures are the caller's, EXTRA_STATE its integer; C writes
+        // the new request into `req`.
+        let rc = unsafe {
+            c::PMPI_Grequest_start(
+                query_fn,
+                free_fn,
+                cancel_fn,
+                *extra as usize as *mut c_void,
+                &mut req,
+            )
+        };
+        if rc != crate::abi::MPI_SUCCESS {
+            return rc;
+        }
+        // SAFETY: `req` was just created by C.
+        let rc = unsafe { c::shmpi_grequest_set_fortran(req) };
+        if rc != crate::abi::MPI_SUCCESS {
+            // SAFETY: as above; the request is of no use without its language.
+            unsafe { c::PMPI_Request_free(&mut req) };
+            return rc;
+        }
+        // SAFETY: REQUEST is the caller's INTEGER.
+        unsafe { *request = req };
+        rc
+    });
+    rt::set_ierror(ierror, rc);
 }
 
 pub unsafe fn type_create_keyval(

@@ -149,6 +149,9 @@ enum ReqKind {
     Done,
     /// A nonblocking collective, driven by coll::nb.
     Coll,
+    /// A generalized request (MPI_Grequest_start): completed by the program through
+    /// `complete_user`; its status comes from the program's query callback.
+    User,
     /// A message matched by MPI_Mprobe / MPI_Improbe and taken off the matching queue:
     /// only MPI_Mrecv / MPI_Imrecv of this id can receive it. A rendezvous message stays
     /// unannounced (no clear-to-send), so its sender keeps waiting, and the pair's pipe
@@ -788,6 +791,45 @@ pub fn complete_coll(id: ReqId, error: Option<i32>) {
             r.status.error = error.unwrap_or(MPI_SUCCESS);
         }
     });
+}
+
+/// Registers a request the program completes itself (MPI_Grequest_start).
+pub fn user_request(comm: &std::sync::Arc<Comm>) -> MpiResult<ReqId> {
+    with_engine(|e, _| {
+        e.alloc(Req {
+            kind: ReqKind::User,
+            complete: false,
+            status: Status::empty(),
+            from_world: comm.clone(),
+        })
+    })
+}
+
+/// Marks a user request complete (MPI_Grequest_complete). Returns true if the program
+/// had already let go of it (MPI_Request_free): the engine then frees it.
+pub fn complete_user(id: ReqId) -> MpiResult<bool> {
+    with_engine(|e, job| {
+        e.req(id).complete = true;
+        let detached = e.detached.contains(&id);
+        if detached {
+            e.progress(job);
+        }
+        detached
+    })
+}
+
+/// Whether `id` is a live user request.
+pub fn is_user(id: ReqId) -> bool {
+    with_engine(|e, _| {
+        matches!(
+            e.reqs.get(id),
+            Some(Some(Req {
+                kind: ReqKind::User,
+                ..
+            }))
+        )
+    })
+    .unwrap_or(false)
 }
 
 /// Whether `id` is a nonblocking collective's request.

@@ -6,6 +6,7 @@ pub mod comm;
 pub mod compat;
 pub mod convert;
 pub mod datatype;
+pub mod greq;
 pub mod info;
 pub mod init;
 pub mod op;

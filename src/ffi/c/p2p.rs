@@ -89,6 +89,13 @@ fn request_error(id: usize, st: &Status) -> MpiResult<()> {
     status_error(st)
 }
 
+/// The status of a request a Wait/Test call has just completed: a generalized request's
+/// comes from its query callback (which runs then, followed by its free callback).
+fn finished(id: usize, mut st: Status) -> Status {
+    super::greq::finish(id, &mut st);
+    st
+}
+
 /// Rejects operations the standard forbids on a nonblocking collective's request.
 fn not_collective(id: usize, what: &str) -> MpiResult<()> {
     if p2p::is_coll(id) {
@@ -355,7 +362,7 @@ fn wait_one(req: *mut i32, status: *mut CStatus) -> MpiResult<()> {
             Ok(())
         }
         Some(id) => {
-            let st = p2p::wait(id)?;
+            let st = finished(id, p2p::wait(id)?);
             let mut hh = h;
             super::persist::release(&mut hh);
             check::out(req, hh, "request")?;
@@ -377,6 +384,7 @@ mpi_entry!(MPI_Test, PMPI_Test, (request: *mut i32, flag: *mut c_int, status: *m
         }
         Some(id) => match p2p::test(id)? {
             Some(st) => {
+                let st = finished(id, st);
                 let mut hh = h;
                 super::persist::release(&mut hh);
                 check::out(request, hh, "request")?;
@@ -403,7 +411,7 @@ mpi_entry!(MPI_Waitall, PMPI_Waitall, (count: c_int, array_of_requests: *mut i32
         let st = match id {
             None => Status::empty(),
             Some(id) => {
-                let st = p2p::wait(*id)?;
+                let st = finished(*id, p2p::wait(*id)?);
                 super::persist::release(&mut reqs[i]);
                 st
             }
@@ -433,7 +441,7 @@ mpi_entry!(MPI_Testall, PMPI_Testall, (count: c_int, array_of_requests: *mut i32
             None => Status::empty(),
             Some(id) => {
                 super::persist::release(&mut reqs[i]);
-                p2p::test(*id)?.unwrap_or_else(Status::empty)
+                finished(*id, p2p::test(*id)?.unwrap_or_else(Status::empty))
             }
         };
         any_err |= st.error != MPI_SUCCESS;
@@ -457,7 +465,7 @@ fn any_complete(reqs: &mut [i32], status: *mut CStatus) -> MpiResult<Option<Opti
     for (i, id) in ids.iter().enumerate() {
         if let Some(id) = id {
             if p2p::is_complete(*id) {
-                let st = p2p::test(*id)?.unwrap_or_else(Status::empty);
+                let st = finished(*id, p2p::test(*id)?.unwrap_or_else(Status::empty));
                 super::persist::release(&mut reqs[i]);
                 put_status(status, &st);
                 status_error(&st)?;
@@ -518,7 +526,7 @@ fn some_complete(
     for (i, id) in ids.iter().enumerate() {
         if let Some(id) = id {
             if p2p::is_complete(*id) {
-                let st = p2p::test(*id)?.unwrap_or_else(Status::empty);
+                let st = finished(*id, p2p::test(*id)?.unwrap_or_else(Status::empty));
                 super::persist::release(&mut reqs[i]);
                 // SAFETY: indices has room for count entries (standard).
                 unsafe { indices.add(k).write(i as c_int) };
@@ -587,6 +595,9 @@ mpi_entry!(MPI_Request_free, PMPI_Request_free, (request: *mut i32), errcomm = M
         None => Err(err(MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL")),
         Some(id) => {
             not_collective(id, "MPI_Request_free")?;
+            if super::greq::release(id)?.is_some() {
+                return check::out(request, MPI_REQUEST_NULL, "request");
+            }
             p2p::detach(id)?;
             check::out(request, MPI_REQUEST_NULL, "request")
         }
@@ -602,7 +613,8 @@ mpi_entry!(MPI_Request_get_status, PMPI_Request_get_status, (request: i32, flag:
         }
         Some(id) => {
             if p2p::is_complete(id) {
-                let st = p2p::peek(id).unwrap_or_else(Status::empty);
+                let mut st = p2p::peek(id).unwrap_or_else(Status::empty);
+                super::greq::peek(id, &mut st)?;
                 put_status(status, &st);
                 check::out(flag, 1, "flag")
             } else {
@@ -623,6 +635,9 @@ mpi_entry!(MPI_Cancel, PMPI_Cancel, (request: *mut i32), errcomm = MPI_COMM_WORL
         None => Err(err(MPI_ERR_REQUEST, "request is MPI_REQUEST_NULL")),
         Some(id) => {
             not_collective(id, "MPI_Cancel")?;
+            if super::greq::cancel(id)?.is_some() {
+                return Ok(());
+            }
             // Receives that have not matched are cancelled; anything else completes
             // normally (MPI allows a cancel to fail; MPI_Test_cancelled then says so).
             p2p::cancel(id)?;
