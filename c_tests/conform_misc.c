@@ -35,6 +35,22 @@ static int del(MPI_Comm comm, int key, void *val, void *extra) {
     return MPI_SUCCESS;
 }
 
+static int copies_deleted;
+
+static int copy_or_fail(MPI_Comm comm, int key, void *extra, void *in, void *out, int *flag) {
+    (void)comm, (void)key, (void)extra;
+    if ((long)in == 2) return MPI_ERR_OTHER;
+    *(void **)out = in;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+static int count_delete(MPI_Comm comm, int key, void *val, void *extra) {
+    (void)comm, (void)key, (void)val, (void)extra;
+    copies_deleted++;
+    return MPI_SUCCESS;
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -144,6 +160,29 @@ int main(int argc, char **argv) {
     MPI_Info_set(in, "shmpi_check_args", "true");
     MPI_Comm_set_info(MPI_COMM_WORLD, in);
     MPI_Info_free(&in);
+
+    /* A failing copy callback fails MPI_Comm_dup: newcomm is MPI_COMM_NULL, the copy
+     * made before the failure is deleted again. */
+    {
+        int kok, kbad;
+        MPI_Comm base, d = MPI_COMM_WORLD;
+        MPI_Comm_dup(MPI_COMM_WORLD, &base);
+        MPI_Comm_set_errhandler(base, MPI_ERRORS_RETURN);
+        MPI_Comm_create_keyval(copy_or_fail, count_delete, &kok, NULL);
+        MPI_Comm_create_keyval(copy_or_fail, count_delete, &kbad, NULL);
+        MPI_Comm_set_attr(base, kok, (void *)1L);
+        MPI_Comm_set_attr(base, kbad, (void *)2L);
+        int rc = MPI_Comm_dup(base, &d), cls = -1;
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_OTHER && d == MPI_COMM_NULL && copies_deleted == 1,
+              "failing copy callback: class %d, newcomm %s, %d copies deleted", cls,
+              d == MPI_COMM_NULL ? "MPI_COMM_NULL" : "set", copies_deleted);
+        MPI_Comm_delete_attr(base, kbad);
+        MPI_Comm_free(&base);
+        CHECK(copies_deleted == 3, "deletes after freeing: %d", copies_deleted);
+        MPI_Comm_free_keyval(&kok);
+        MPI_Comm_free_keyval(&kbad);
+    }
 
     /* Attributes on MPI_COMM_SELF: deleted by MPI_Finalize, last set first */
     for (long i = 0; i < 3; i++) {

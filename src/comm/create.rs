@@ -119,13 +119,21 @@ pub fn dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
     let c = split(parent, 0, parent.rank as i32)?.expect("colour 0");
     // The topology comes along (MPI-3.1 7.4); every other constructor starts without.
     *c.topo.write().unwrap() = parent.topo.read().unwrap().clone();
-    attr::copy_all(parent, &c)?;
+    copy_attrs_or_free(parent, &c)?;
     // A duplicate keeps the parent's hints.
     c.check_args.store(
         parent.check_args.load(std::sync::atomic::Ordering::Relaxed),
         std::sync::atomic::Ordering::Relaxed,
     );
     Ok(c)
+}
+
+/// Copies the attributes into a new duplicate; if a copy callback fails, the duplicate
+/// is freed again (the delete callbacks undo the copies made) and the error returned.
+pub fn copy_attrs_or_free(parent: &Arc<Comm>, c: &Arc<Comm>) -> MpiResult<()> {
+    attr::copy_all(parent, c).inspect_err(|_| {
+        let _ = free(c.handle);
+    })
 }
 
 /// MPI_Comm_create: `group` must be a subset of the parent's group; since MPI-2.2

@@ -4,7 +4,7 @@
 //! An intercommunicator's channel has both groups as members, group "A" (the one whose
 //! rank 0 has the smaller world rank) first, so the step engine of coll/ serves it
 //! unchanged: a collective names which channel members contribute and which receive.
-use super::{attr, get, register, Comm};
+use super::{get, register, Comm};
 use crate::abi::*;
 use crate::coll::Chan;
 use crate::error::{err, MpiResult};
@@ -245,7 +245,7 @@ pub fn split(inter: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<Co
 /// MPI_Comm_dup of an intercommunicator.
 pub fn dup(inter: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
     let c = split(inter, 0, inter.rank as i32)?.expect("every process has colour 0");
-    attr::copy_all(inter, &c)?;
+    super::create::copy_attrs_or_free(inter, &c)?;
     Ok(c)
 }
 

@@ -65,8 +65,19 @@ mpi_entry!(MPI_Comm_dup, PMPI_Comm_dup, (comm: i32, newcomm: *mut i32), errcomm 
     if newcomm.is_null() {
         return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
     }
-    put_comm(newcomm, Some(create::dup(&c)?))
+    put_comm(newcomm, Some(dup_or_null(&c, newcomm)?))
 });
+
+/// MPI_Comm_dup's result; on failure (an attribute copy callback failed) newcomm is
+/// MPI_COMM_NULL, as programs check.
+fn dup_or_null(
+    c: &std::sync::Arc<crate::comm::Comm>,
+    newcomm: *mut i32,
+) -> crate::error::MpiResult<std::sync::Arc<crate::comm::Comm>> {
+    create::dup(c).inspect_err(|_| {
+        let _ = put_comm(newcomm, None);
+    })
+}
 
 /// The one hint shmpi reads: "shmpi_check_args" = "false" turns the collective
 /// argument-agreement check off on a communicator (coll/agree.rs); every process must
@@ -89,7 +100,7 @@ mpi_entry!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm: i32, info: i3
     if newcomm.is_null() {
         return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
     }
-    let d = create::dup(&c)?;
+    let d = dup_or_null(&c, newcomm)?;
     d.check_args
         .store(check_args, std::sync::atomic::Ordering::Relaxed);
     put_comm(newcomm, Some(d))

@@ -161,7 +161,12 @@ mpi_entry!(MPI_Type_create_darray, PMPI_Type_create_darray,
 
 mpi_entry!(MPI_Type_dup, PMPI_Type_dup, (oldtype: i32, newtype: *mut i32),
     errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || derived::dup(oldtype))
+    // On failure (an attribute copy callback failed) newtype is MPI_DATATYPE_NULL.
+    new_type(newtype, || {
+        derived::dup(oldtype).inspect_err(|_| {
+            let _ = check::out(newtype, MPI_DATATYPE_NULL, "newtype");
+        })
+    })
 });
 
 // ---------------------------------------------------------------------------------------
