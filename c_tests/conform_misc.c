@@ -137,6 +137,12 @@ int main(int argc, char **argv) {
     MPI_Status_set_cancelled(&st, 0);
     MPI_Test_cancelled(&st, &flag);
     CHECK(!flag, "set_cancelled 0");
+    /* the status holds 63 bits of count */
+    MPI_Count big = (MPI_Count)0x7654321ff1234567LL, big2 = 0;
+    MPI_Status_set_elements_x(&st, MPI_BYTE, big);
+    MPI_Get_elements_x(&st, MPI_BYTE, &big2);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(big2 == big && !flag, "set_elements_x %llx: got %llx, cancelled %d", (long long)big, (long long)big2, flag);
     MPI_Type_free(&three);
 
     /* Communicator info: the hint shmpi reads, set and read back; MPI_Info_get_string */

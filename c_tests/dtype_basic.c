@@ -274,6 +274,11 @@ static void envelope_names(void) {
     CHECK(strcmp(name, "MPI_DOUBLE") == 0 && len == 10, "name of MPI_DOUBLE: %s", name);
     OK(MPI_Type_get_name(MPI_2INT, name, &len));
     CHECK(strcmp(name, "MPI_2INT") == 0, "name of MPI_2INT: %s", name);
+    /* one handle, two standard names: MPICH's choice */
+    OK(MPI_Type_get_name(MPI_LONG_LONG, name, &len));
+    CHECK(strcmp(name, "MPI_LONG_LONG_INT") == 0, "name of MPI_LONG_LONG: %s", name);
+    OK(MPI_Type_get_name(MPI_C_FLOAT_COMPLEX, name, &len));
+    CHECK(strcmp(name, "MPI_C_COMPLEX") == 0, "name of MPI_C_FLOAT_COMPLEX: %s", name);
     OK(MPI_Type_get_name(v, name, &len));
     CHECK(len == 0 && name[0] == 0, "unnamed derived type: '%s'", name);
     OK(MPI_Type_set_name(v, "column"));

@@ -658,7 +658,8 @@ fn set_elements(status: *mut CStatus, dt: i32, count: i64) -> MpiResult<()> {
     let n = check::count(count, "count")?;
     let t = crate::datatype::derived::get(dt, "datatype")?;
     let bytes = crate::datatype::elements_bytes(&t, n as u64)
-        .filter(|&b| b < 1 << 62)
+        // the status holds 63 bits of byte count (MPICH's layout)
+        .filter(|&b| b <= i64::MAX as u64)
         .ok_or_else(|| err(MPI_ERR_COUNT, format!("count={count} overflows")))?;
     let mut st = check::inp(status, "status")?;
     st.count_lo = bytes as u32 as c_int;
