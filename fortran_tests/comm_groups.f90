@@ -1,5 +1,5 @@
 ! Communicators and groups through `use mpi`, checked against orders computed
-! here: COMM_DUP, COMM_DUP_WITH_INFO, COMM_COMPARE, COMM_SPLIT (reversed keys,
+! here: COMM_DUP, COMM_IDUP, COMM_DUP_WITH_INFO, COMM_COMPARE, COMM_SPLIT (reversed keys,
 ! MPI_UNDEFINED), COMM_SPLIT_TYPE, COMM_GROUP, GROUP_SIZE/RANK, GROUP_INCL/EXCL,
 ! GROUP_RANGE_INCL/RANGE_EXCL with INTEGER(3,N) ranges, GROUP_UNION/
 ! INTERSECTION/DIFFERENCE, GROUP_TRANSLATE_RANKS, GROUP_COMPARE, COMM_CREATE,
@@ -8,7 +8,7 @@ program comm_groups
   use mpi
   implicit none
   integer :: rank, np, ierr, nfail, k, i, n, cres, sz, r, s
-  integer :: dup, dupi, half, none, shared, evcomm, oddcomm
+  integer :: dup, dupi, idup, ireq, half, none, shared, evcomm, oddcomm
   integer :: wgroup, grev, gexcl, grange, godds, gevens, gunion, ginter, gdiff, gsplit
   integer :: ranges(3, 2), nr
   integer, allocatable :: ranks(:), out(:), list(:)
@@ -34,6 +34,13 @@ program comm_groups
   call MPI_COMM_DUP_WITH_INFO(dup, MPI_INFO_NULL, dupi, ierr)
   call MPI_COMM_COMPARE(dup, dupi, cres, ierr)
   call expect(ierr == MPI_SUCCESS .and. cres == MPI_CONGRUENT, 'comm_dup_with_info')
+  call MPI_COMM_IDUP(dup, idup, ireq, ierr)
+  call MPI_WAIT(ireq, MPI_STATUS_IGNORE, ierr)
+  call MPI_COMM_COMPARE(dup, idup, cres, ierr)
+  call expect(ierr == MPI_SUCCESS .and. cres == MPI_CONGRUENT .and. ireq == MPI_REQUEST_NULL, 'comm_idup')
+  call MPI_ALLREDUCE(rank, s, 1, MPI_INTEGER, MPI_SUM, idup, ierr)
+  call expect(s == np * (np - 1) / 2, 'allreduce on the idup')
+  call MPI_COMM_FREE(idup, ierr)
 
   ! ---- COMM_SPLIT by parity, keys reversing the order
   call MPI_COMM_SPLIT(MPI_COMM_WORLD, mod(rank, 2), -rank, half, ierr)

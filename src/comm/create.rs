@@ -51,7 +51,18 @@ pub fn split(parent: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<C
         return super::inter::split(parent, color, key);
     }
     let t = crate::coll::ticket(parent);
-    let _turn = crate::coll::block_on(crate::coll::turn(parent, t));
+    crate::coll::block_on(split_in_turn(parent, t, color, key))
+}
+
+/// MPI_Comm_split of an intracommunicator once this process's collective ticket `t`
+/// (taken at the call) is served: the body of the blocking call and of MPI_Comm_idup.
+async fn split_in_turn(
+    parent: &Arc<Comm>,
+    t: u64,
+    color: i32,
+    key: i32,
+) -> MpiResult<Option<Arc<Comm>>> {
+    let _turn = crate::coll::turn(parent, t).await;
     parent.set_desc(crate::coll::agree::Desc::kind(
         crate::coll::agree::KIND_COMM_CTOR,
     ));
@@ -59,7 +70,7 @@ pub fn split(parent: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<C
     let n = ch.n;
     ch.put_args(&[color as u32 as u64, key as u32 as u64]);
     if n > 1 {
-        crate::coll::block_on(ch.step())?;
+        ch.step().await?;
     }
     let colors: Vec<i32> = (0..n)
         .map(|i| {
@@ -92,7 +103,7 @@ pub fn split(parent: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<C
     };
     ch.put_args(&[chan]);
     if n > 1 {
-        crate::coll::block_on(ch.step())?;
+        ch.step().await?;
     }
     let Some(m) = mine else { return Ok(None) };
     let ctx = if m[0] == ch.me {
@@ -113,10 +124,19 @@ pub fn split(parent: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<C
 /// MPI_Comm_dup: same group, new context, same topology; attributes copied by their
 /// copy callbacks.
 pub fn dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
+    let t = crate::coll::ticket(parent);
+    crate::coll::block_on(dup_in_turn(parent, t))
+}
+
+/// MPI_Comm_dup once the collective ticket `t` (taken at the call) is served: the body
+/// of the blocking call and of MPI_Comm_idup.
+pub async fn dup_in_turn(parent: &Arc<Comm>, t: u64) -> MpiResult<Arc<Comm>> {
     if parent.is_inter() {
-        return super::inter::dup(parent);
+        return super::inter::dup_in_turn(parent, t).await;
     }
-    let c = split(parent, 0, parent.rank as i32)?.expect("colour 0");
+    let c = split_in_turn(parent, t, 0, parent.rank as i32)
+        .await?
+        .expect("colour 0");
     // The topology comes along (MPI-3.1 7.4); every other constructor starts without.
     *c.topo.write().unwrap() = parent.topo.read().unwrap().clone();
     copy_attrs_or_free(parent, &c)?;

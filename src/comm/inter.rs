@@ -197,12 +197,23 @@ pub fn merge(inter: &Arc<Comm>, high: bool) -> MpiResult<Arc<Comm>> {
 /// same colour form an intercommunicator with the processes of the other group that
 /// chose that colour; if either side is empty the result is MPI_COMM_NULL.
 pub fn split(inter: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<Comm>>> {
-    let remote = inter.remote.as_ref().unwrap();
     let t = crate::coll::ticket(inter);
-    let _turn = crate::coll::block_on(crate::coll::turn(inter, t));
+    crate::coll::block_on(split_in_turn(inter, t, color, key))
+}
+
+/// MPI_Comm_split of an intercommunicator once the collective ticket `t` (taken at the
+/// call) is served.
+async fn split_in_turn(
+    inter: &Arc<Comm>,
+    t: u64,
+    color: i32,
+    key: i32,
+) -> MpiResult<Option<Arc<Comm>>> {
+    let remote = inter.remote.as_ref().unwrap();
+    let _turn = crate::coll::turn(inter, t).await;
     let ch = Chan::new(inter)?;
     ch.put_args(&[color as u32 as u64, key as u32 as u64]);
-    crate::coll::block_on(ch.step())?;
+    ch.step().await?;
     let arg = |i: usize, k: usize| ch.peer_args(i, k) as u32 as i32;
     let pick = |n: usize, chan_of: &dyn Fn(usize) -> usize, c: i32| {
         let mut m: Vec<usize> = (0..n).filter(|&r| arg(chan_of(r), 0) == c).collect();
@@ -226,7 +237,7 @@ pub fn split(inter: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<Co
     } else {
         NO_CHANNEL
     }]);
-    crate::coll::block_on(ch.step())?;
+    ch.step().await?;
     if !both {
         return Ok(None);
     }
@@ -243,8 +254,10 @@ pub fn split(inter: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<Co
 }
 
 /// MPI_Comm_dup of an intercommunicator.
-pub fn dup(inter: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
-    let c = split(inter, 0, inter.rank as i32)?.expect("every process has colour 0");
+pub async fn dup_in_turn(inter: &Arc<Comm>, t: u64) -> MpiResult<Arc<Comm>> {
+    let c = split_in_turn(inter, t, 0, inter.rank as i32)
+        .await?
+        .expect("every process has colour 0");
     super::create::copy_attrs_or_free(inter, &c)?;
     Ok(c)
 }

@@ -68,6 +68,32 @@ mpi_entry!(MPI_Comm_dup, PMPI_Comm_dup, (comm: i32, newcomm: *mut i32), errcomm 
     put_comm(newcomm, Some(dup_or_null(&c, newcomm)?))
 });
 
+mpi_entry!(MPI_Comm_idup, PMPI_Comm_idup, (comm: i32, newcomm: *mut i32, request: *mut i32), errcomm = comm, {
+    let c = check::comm(comm)?;
+    if newcomm.is_null() {
+        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
+    }
+    if request.is_null() {
+        return Err(err(MPI_ERR_ARG, "request is NULL"));
+    }
+    // The nonblocking form of MPI_Comm_dup: it takes its turn among the communicator's
+    // collectives now and completes in the progress engine; newcomm is written when it
+    // completes (MPI_COMM_NULL if it fails).
+    let t = crate::coll::ticket(&c);
+    let out = super::persist::Captured(newcomm);
+    let cc = c.clone();
+    let fut: crate::coll::nb::CollFuture = Box::pin(async move {
+        let r = create::dup_in_turn(&cc, t).await;
+        let h = r.as_ref().map_or(MPI_COMM_NULL, |d| d.handle);
+        // SAFETY: the program keeps newcomm valid until the request completes (MPI-3.1
+        // section 6.4.2: it may not be used before).
+        unsafe { out.get().write(h) };
+        r.map(|_| ()).map_err(|e| crate::error::MpiError::new(e.class, format!("MPI_Comm_idup: {}", e.msg)))
+    });
+    let id = crate::coll::nb::start(&c, fut)?;
+    check::out(request, super::p2p::req_handle(id), "request")
+});
+
 /// MPI_Comm_dup's result; on failure (an attribute copy callback failed) newcomm is
 /// MPI_COMM_NULL, as programs check.
 fn dup_or_null(
