@@ -4,7 +4,8 @@
 ! (periodic and not), CART_SUB with a LOGICAL remain_dims array, CART_MAP,
 ! GRAPH_CREATE / GRAPH_NEIGHBORS_COUNT / GRAPH_NEIGHBORS,
 ! DIST_GRAPH_CREATE_ADJACENT with weights and with MPI_UNWEIGHTED,
-! DIST_GRAPH_NEIGHBORS_COUNT (LOGICAL weighted) / DIST_GRAPH_NEIGHBORS.
+! DIST_GRAPH_NEIGHBORS_COUNT (LOGICAL weighted) / DIST_GRAPH_NEIGHBORS,
+! NEIGHBOR_ALLGATHER / INEIGHBOR_ALLTOALL on a ring.
 program topo
   use mpi
   implicit none
@@ -13,6 +14,7 @@ program topo
   logical :: periods(2), gperiods(2), remain(2), weighted
   integer :: g, cnt, nb(2), idx(64), edges(128), dg, indeg, outdeg
   integer :: srcs(2), dsts(2), sw(2), dw(2), gs(2), gd(2), gsw(2), gdw(2)
+  integer :: ring, nreq, nsend(2), nrecv(2)
 
   nfail = 0
   call MPI_INIT(ierr)
@@ -130,6 +132,21 @@ program topo
   call MPI_DIST_GRAPH_NEIGHBORS_COUNT(dg, indeg, outdeg, weighted, ierr)
   call expect(ierr == MPI_SUCCESS .and. indeg == 0 .and. outdeg == 0 .and. weighted, 'MPI_WEIGHTS_EMPTY')
   call MPI_COMM_FREE(dg, ierr)
+
+  ! ---- neighbourhood collectives on a periodic ring: entries (left, right)
+  call MPI_CART_CREATE(MPI_COMM_WORLD, 1, (/ np /), (/ .true. /), .false., ring, ierr)
+  nrecv = -1
+  call MPI_NEIGHBOR_ALLGATHER(rank, 1, MPI_INTEGER, nrecv, 1, MPI_INTEGER, ring, ierr)
+  call expect(ierr == MPI_SUCCESS .and. nrecv(1) == mod(rank - 1 + np, np) .and. &
+              nrecv(2) == mod(rank + 1, np), 'neighbor_allgather')
+  ! what goes left arrives as the left neighbour's right entry, and the reverse
+  nsend = (/ 10 * rank, 10 * rank + 1 /)
+  nrecv = -1
+  call MPI_INEIGHBOR_ALLTOALL(nsend, 1, MPI_INTEGER, nrecv, 1, MPI_INTEGER, ring, nreq, ierr)
+  call MPI_WAIT(nreq, MPI_STATUS_IGNORE, ierr)
+  call expect(ierr == MPI_SUCCESS .and. nrecv(1) == 10 * mod(rank - 1 + np, np) + 1 .and. &
+              nrecv(2) == 10 * mod(rank + 1, np), 'ineighbor_alltoall')
+  call MPI_COMM_FREE(ring, ierr)
 
   call MPI_ALLREDUCE(nfail, k, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (k /= 0) call MPI_ABORT(MPI_COMM_WORLD, 1, ierr)

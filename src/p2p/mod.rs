@@ -619,6 +619,39 @@ pub fn isend(
     tag: i32,
     mode: Mode,
 ) -> MpiResult<ReqId> {
+    isend_ctx(comm, comm.ctx as u32, data, dest, tag, mode)
+}
+
+/// The context bit of the library's own point-to-point traffic on a communicator (the
+/// neighbourhood collectives): the program's receives, wildcards included, and probes
+/// never match it.
+pub const INTERNAL_CTX: u32 = 1 << 31;
+
+/// [`isend`] in the communicator's internal context.
+pub fn isend_internal(
+    comm: &std::sync::Arc<Comm>,
+    data: SendData,
+    dest: i32,
+    tag: i32,
+) -> MpiResult<ReqId> {
+    isend_ctx(
+        comm,
+        comm.ctx as u32 | INTERNAL_CTX,
+        data,
+        dest,
+        tag,
+        Mode::Standard,
+    )
+}
+
+fn isend_ctx(
+    comm: &std::sync::Arc<Comm>,
+    ctx: u32,
+    data: SendData,
+    dest: i32,
+    tag: i32,
+    mode: Mode,
+) -> MpiResult<ReqId> {
     with_engine(|e, job| {
         if dest == MPI_PROC_NULL {
             return Ok(e.alloc(Req {
@@ -657,7 +690,7 @@ pub fn isend(
         let id = e.alloc(Req {
             kind: ReqKind::Send(SendReq {
                 dst,
-                ctx: comm.ctx as u32,
+                ctx,
                 tag,
                 data,
                 rdv,
@@ -708,6 +741,26 @@ pub fn irecv_into(
     source: i32,
     tag: i32,
 ) -> MpiResult<ReqId> {
+    irecv_ctx(comm, comm.ctx as u32, into, source, tag)
+}
+
+/// [`irecv_into`] in the communicator's internal context (see [`INTERNAL_CTX`]).
+pub fn irecv_internal(
+    comm: &std::sync::Arc<Comm>,
+    into: RecvInto,
+    source: i32,
+    tag: i32,
+) -> MpiResult<ReqId> {
+    irecv_ctx(comm, comm.ctx as u32 | INTERNAL_CTX, into, source, tag)
+}
+
+fn irecv_ctx(
+    comm: &std::sync::Arc<Comm>,
+    ctx: u32,
+    into: RecvInto,
+    source: i32,
+    tag: i32,
+) -> MpiResult<ReqId> {
     let (buf, unpack) = match into {
         RecvInto::Bytes(b) => (b, None),
         RecvInto::Typed(mut u) => (u.target(), Some(u)),
@@ -727,7 +780,7 @@ pub fn irecv_into(
             comm.peer_world(source as usize) as i32
         };
         let r = RecvReq {
-            ctx: comm.ctx as u32,
+            ctx,
             src,
             tag,
             buf,

@@ -1,0 +1,497 @@
+//! Neighbourhood collectives (MPI-3.1 section 7.6): MPI_Neighbor_allgather(v),
+//! MPI_Neighbor_alltoall(v, w) and their nonblocking forms, on communicators with a
+//! Cartesian, graph or distributed graph topology.
+//!
+//! Each process receives one block from each in-neighbour (sources, in order) and sends
+//! one to each out-neighbour (destinations): point-to-point messages in the
+//! communicator's internal context (`p2p::INTERNAL_CTX`), which the program's own
+//! receives and probes never see. The receives are posted before the sends, all at the
+//! call, so several outstanding calls on one communicator pair up in issue order.
+//!
+//! Neighbours: for a Cartesian topology, for each dimension d the two ranks
+//! `MPI_Cart_shift(comm, d, 1, ...)` gives, source then destination, as both the in- and
+//! the out-list; the block sent to list entry j arrives in the receiver's entry j^1 (what
+//! it sends "up" is what its upper neighbour gets from "below", as in the standard's
+//! example built from MPI_Sendrecv), told apart by tags, so it is right even when both
+//! neighbours are one process (a periodic dimension of size 1 or 2). For a graph
+//! topology, MPI_Graph_neighbors both ways; for a distributed graph, its sources and
+//! destinations; there, several edges between two processes pair up in order.
+//! MPI_PROC_NULL neighbours are skipped (their receive blocks are left alone).
+use crate::abi::*;
+use crate::comm::topo::{self, Topo};
+use crate::comm::Comm;
+use crate::error::{err, MpiError, MpiResult};
+use crate::ffi::c::p2p::req_handle;
+use crate::ffi::check::{self, TypeInfo};
+use crate::mpi_entry;
+use crate::p2p::{self, Status};
+use std::os::raw::{c_int, c_void};
+use std::sync::Arc;
+use std::task::Poll;
+
+type Aint = isize;
+
+/// The in- and out-neighbours of this process, and whether they follow the Cartesian
+/// pairing rule (block j arrives in entry j^1).
+struct Neighbors {
+    sources: Vec<i32>,
+    dests: Vec<i32>,
+    cart: bool,
+}
+
+fn neighbors(c: &Comm) -> MpiResult<Neighbors> {
+    if c.is_inter() {
+        return Err(err(
+            MPI_ERR_COMM,
+            "comm is an intercommunicator (neighbourhood collectives need a process topology)",
+        ));
+    }
+    let t = c.topo.read().unwrap().clone();
+    match t.as_deref() {
+        Some(Topo::Cart { dims, .. }) => {
+            let mut l = Vec::with_capacity(2 * dims.len());
+            for d in 0..dims.len() {
+                let (s, t) = topo::shift(c, d as i32, 1)?;
+                l.extend([s, t]);
+            }
+            Ok(Neighbors {
+                sources: l.clone(),
+                dests: l,
+                cart: true,
+            })
+        }
+        Some(Topo::Graph { .. }) => {
+            let l = topo::graph_neighbors(c, c.rank as i32)?;
+            Ok(Neighbors {
+                sources: l.clone(),
+                dests: l,
+                cart: false,
+            })
+        }
+        Some(Topo::Dist { sources, dests, .. }) => Ok(Neighbors {
+            sources: sources.clone(),
+            dests: dests.clone(),
+            cart: false,
+        }),
+        None => Err(err(
+            MPI_ERR_TOPOLOGY,
+            "comm has no process topology (create it with MPI_Cart_create, MPI_Graph_create or MPI_Dist_graph_create)",
+        )),
+    }
+}
+
+/// One block: its buffer address, count and datatype.
+#[derive(Clone, Copy)]
+struct Block {
+    at: *const c_void,
+    count: usize,
+    t: TypeInfo,
+}
+
+/// A neighbourhood exchange, checked and ready to post.
+struct Exchange {
+    comm: Arc<Comm>,
+    nb: Neighbors,
+    send: Vec<Block>,
+    recv: Vec<Block>,
+}
+
+/// `base` + `bytes` (the block's address; never dereferenced here).
+fn at(base: *const c_void, bytes: isize) -> *const c_void {
+    (base as *const u8).wrapping_offset(bytes) as *const c_void
+}
+
+fn not_in_place(p: *const c_void, arg: &str) -> MpiResult<()> {
+    if check::is_in_place(p) {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("{arg} is MPI_IN_PLACE, which the neighbourhood collectives do not accept"),
+        ));
+    }
+    Ok(())
+}
+
+/// `n` entries of an int array argument (none read when n == 0).
+fn ints<'a>(p: *const c_int, n: usize, arg: &str) -> MpiResult<&'a [c_int]> {
+    check::array(p, n, arg)
+}
+
+/// Blocks of one side where every block has the same count and type, at `stride`
+/// extents apart (0: the same buffer for all).
+fn uniform(
+    base: *const c_void,
+    n: usize,
+    count: c_int,
+    dt: i32,
+    side: &str,
+    stride: bool,
+) -> MpiResult<Vec<Block>> {
+    let count = check::count(count, &format!("{side}count"))?;
+    let t = check::datatype(dt, &format!("{side}type"))?;
+    let step = if stride {
+        (count * t.extent) as isize
+    } else {
+        0
+    };
+    Ok((0..n)
+        .map(|i| Block {
+            at: at(base, step * i as isize),
+            count,
+            t,
+        })
+        .collect())
+}
+
+/// Blocks with their own counts and displacements (in extents of one type).
+fn varying(
+    base: *const c_void,
+    n: usize,
+    counts: *const c_int,
+    displs: *const c_int,
+    dt: i32,
+    side: &str,
+    displs_name: &str,
+) -> MpiResult<Vec<Block>> {
+    let t = check::datatype(dt, &format!("{side}type"))?;
+    let counts = ints(counts, n, &format!("{side}counts"))?;
+    let displs = ints(displs, n, displs_name)?;
+    (0..n)
+        .map(|i| {
+            Ok(Block {
+                at: at(base, displs[i] as isize * t.extent as isize),
+                count: check::count(counts[i], &format!("{side}counts[{i}]"))?,
+                t,
+            })
+        })
+        .collect()
+}
+
+/// Blocks with their own counts, byte displacements and types (the w form).
+fn typed(
+    base: *const c_void,
+    n: usize,
+    counts: *const c_int,
+    displs: *const Aint,
+    types: *const i32,
+    side: &str,
+) -> MpiResult<Vec<Block>> {
+    let counts = ints(counts, n, &format!("{side}counts"))?;
+    let displs = check::array(displs, n, &format!("{side}displs"))?;
+    let types = check::array(types, n, &format!("{side}types"))?;
+    (0..n)
+        .map(|i| {
+            Ok(Block {
+                at: at(base, displs[i]),
+                count: check::count(counts[i], &format!("{side}counts[{i}]"))?,
+                t: check::datatype(types[i], &format!("{side}types[{i}]"))?,
+            })
+        })
+        .collect()
+}
+
+fn topology(comm: i32) -> MpiResult<(Arc<Comm>, Neighbors)> {
+    let c = check::comm(comm)?;
+    let nb = neighbors(&c)?;
+    Ok((c, nb))
+}
+
+/// Posts the exchange: every receive, then every send. Returns the requests.
+fn post(x: &Exchange) -> MpiResult<Vec<usize>> {
+    let tag = |slot: usize| if x.nb.cart { slot as i32 } else { 0 };
+    let mut ids = Vec::with_capacity(x.recv.len() + x.send.len());
+    for (i, (&src, b)) in x.nb.sources.iter().zip(&x.recv).enumerate() {
+        if src == MPI_PROC_NULL {
+            continue;
+        }
+        let into = crate::ffi::typed::recv_into(b.at as *mut c_void, b.count, &b.t, "recvbuf")?;
+        ids.push(p2p::irecv_internal(&x.comm, into, src, tag(i))?);
+    }
+    for (j, (&dst, b)) in x.nb.dests.iter().zip(&x.send).enumerate() {
+        if dst == MPI_PROC_NULL {
+            continue;
+        }
+        let data = crate::ffi::typed::send_data(b.at, b.count, &b.t, "sendbuf")?;
+        ids.push(p2p::isend_internal(&x.comm, data, dst, tag(j ^ 1))?);
+    }
+    Ok(ids)
+}
+
+/// The error of a finished block transfer (a receive block too small for what came).
+fn transfer_error(st: &Status) -> MpiResult<()> {
+    if st.error == MPI_SUCCESS {
+        return Ok(());
+    }
+    Err(err(
+        st.error,
+        if st.error == MPI_ERR_TRUNCATE {
+            format!(
+                "the block from rank {} ({} bytes) is larger than its receive block (truncated)",
+                st.source, st.count_bytes
+            )
+        } else {
+            "a block transfer failed".to_string()
+        },
+    ))
+}
+
+/// The blocking call: waits for every transfer.
+fn run(name: &str, x: Exchange) -> MpiResult<()> {
+    let ids = post(&x)?;
+    let mut first = Ok(());
+    for id in ids {
+        let st = p2p::wait(id)?;
+        if first.is_ok() {
+            first = transfer_error(&st);
+        }
+    }
+    first.map_err(|e| MpiError::new(e.class, format!("{name}: {}", e.msg)))
+}
+
+/// The nonblocking call: a request the progress engine completes once every transfer
+/// has.
+fn start(name: &'static str, x: Exchange, request: *mut i32) -> MpiResult<()> {
+    if request.is_null() {
+        return Err(err(MPI_ERR_ARG, "request is NULL"));
+    }
+    let ids = post(&x)?;
+    let fut: crate::coll::nb::CollFuture = Box::pin(async move {
+        let mut first = Ok(());
+        for id in ids {
+            std::future::poll_fn(|_| {
+                if p2p::is_complete(id) {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
+            let st = p2p::test(id)?.unwrap_or_else(Status::empty);
+            if first.is_ok() {
+                first = transfer_error(&st);
+            }
+        }
+        first.map_err(|e| MpiError::new(e.class, format!("{name}: {}", e.msg)))
+    });
+    let id = crate::coll::nb::start(&x.comm, fut)?;
+    check::out(request, req_handle(id), "request")
+}
+
+// ---------------------------------------------------------------- the argument forms
+
+fn allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: i32,
+    comm: i32,
+) -> MpiResult<Exchange> {
+    let (c, nb) = topology(comm)?;
+    not_in_place(sendbuf, "sendbuf")?;
+    let send = uniform(sendbuf, nb.dests.len(), sendcount, sendtype, "send", false)?;
+    let recv = uniform(recvbuf, nb.sources.len(), recvcount, recvtype, "recv", true)?;
+    Ok(Exchange {
+        comm: c,
+        nb,
+        send,
+        recv,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: i32,
+    comm: i32,
+) -> MpiResult<Exchange> {
+    let (c, nb) = topology(comm)?;
+    not_in_place(sendbuf, "sendbuf")?;
+    let send = uniform(sendbuf, nb.dests.len(), sendcount, sendtype, "send", false)?;
+    let recv = varying(
+        recvbuf,
+        nb.sources.len(),
+        recvcounts,
+        displs,
+        recvtype,
+        "recv",
+        "displs",
+    )?;
+    Ok(Exchange {
+        comm: c,
+        nb,
+        send,
+        recv,
+    })
+}
+
+fn alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: i32,
+    comm: i32,
+) -> MpiResult<Exchange> {
+    let (c, nb) = topology(comm)?;
+    not_in_place(sendbuf, "sendbuf")?;
+    let send = uniform(sendbuf, nb.dests.len(), sendcount, sendtype, "send", true)?;
+    let recv = uniform(recvbuf, nb.sources.len(), recvcount, recvtype, "recv", true)?;
+    Ok(Exchange {
+        comm: c,
+        nb,
+        send,
+        recv,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: i32,
+    comm: i32,
+) -> MpiResult<Exchange> {
+    let (c, nb) = topology(comm)?;
+    not_in_place(sendbuf, "sendbuf")?;
+    let send = varying(
+        sendbuf,
+        nb.dests.len(),
+        sendcounts,
+        sdispls,
+        sendtype,
+        "send",
+        "sdispls",
+    )?;
+    let recv = varying(
+        recvbuf,
+        nb.sources.len(),
+        recvcounts,
+        rdispls,
+        recvtype,
+        "recv",
+        "rdispls",
+    )?;
+    Ok(Exchange {
+        comm: c,
+        nb,
+        send,
+        recv,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const Aint,
+    sendtypes: *const i32,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const Aint,
+    recvtypes: *const i32,
+    comm: i32,
+) -> MpiResult<Exchange> {
+    let (c, nb) = topology(comm)?;
+    not_in_place(sendbuf, "sendbuf")?;
+    let send = typed(
+        sendbuf,
+        nb.dests.len(),
+        sendcounts,
+        sdispls,
+        sendtypes,
+        "send",
+    )?;
+    let recv = typed(
+        recvbuf,
+        nb.sources.len(),
+        recvcounts,
+        rdispls,
+        recvtypes,
+        "recv",
+    )?;
+    Ok(Exchange {
+        comm: c,
+        nb,
+        send,
+        recv,
+    })
+}
+
+// ---------------------------------------------------------------- entry points
+
+mpi_entry!(MPI_Neighbor_allgather, PMPI_Neighbor_allgather,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: i32, comm: i32), errcomm = comm, {
+    run("MPI_Neighbor_allgather", allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)?)
+});
+
+mpi_entry!(MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: i32, comm: i32, request: *mut i32), errcomm = comm, {
+    start("MPI_Ineighbor_allgather", allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)?, request)
+});
+
+mpi_entry!(MPI_Neighbor_allgatherv, PMPI_Neighbor_allgatherv,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
+     recvcounts: *const c_int, displs: *const c_int, recvtype: i32, comm: i32), errcomm = comm, {
+    run("MPI_Neighbor_allgatherv", allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)?)
+});
+
+mpi_entry!(MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
+     recvcounts: *const c_int, displs: *const c_int, recvtype: i32, comm: i32,
+     request: *mut i32), errcomm = comm, {
+    start("MPI_Ineighbor_allgatherv", allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)?, request)
+});
+
+mpi_entry!(MPI_Neighbor_alltoall, PMPI_Neighbor_alltoall,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: i32, comm: i32), errcomm = comm, {
+    run("MPI_Neighbor_alltoall", alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)?)
+});
+
+mpi_entry!(MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: i32, comm: i32, request: *mut i32), errcomm = comm, {
+    start("MPI_Ineighbor_alltoall", alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)?, request)
+});
+
+mpi_entry!(MPI_Neighbor_alltoallv, PMPI_Neighbor_alltoallv,
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: i32,
+     recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: i32,
+     comm: i32), errcomm = comm, {
+    run("MPI_Neighbor_alltoallv", alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)?)
+});
+
+mpi_entry!(MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv,
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: i32,
+     recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: i32,
+     comm: i32, request: *mut i32), errcomm = comm, {
+    start("MPI_Ineighbor_alltoallv", alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)?, request)
+});
+
+mpi_entry!(MPI_Neighbor_alltoallw, PMPI_Neighbor_alltoallw,
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const Aint, sendtypes: *const i32,
+     recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const Aint, recvtypes: *const i32,
+     comm: i32), errcomm = comm, {
+    run("MPI_Neighbor_alltoallw", alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)?)
+});
+
+mpi_entry!(MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw,
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const Aint, sendtypes: *const i32,
+     recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const Aint, recvtypes: *const i32,
+     comm: i32, request: *mut i32), errcomm = comm, {
+    start("MPI_Ineighbor_alltoallw", alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)?, request)
+});
