@@ -431,18 +431,6 @@ pub fn is_commutative(op: &OpRef) -> bool {
     }
 }
 
-/// `inout[i] = inv[i] op inout[i]` for `count` elements of datatype `dtype`.
-///
-/// A predefined op needs a predefined datatype (MPI_ERR_TYPE otherwise) that it is
-/// defined on (MPI_ERR_OP otherwise), and both slices must hold `count` elements
-/// (MPI_ERR_BUFFER otherwise; the last element's trailing padding may be absent).
-/// A user op is called with the caller's datatype handle, once for every
-/// `i32::MAX` elements; for a derived datatype the slices are taken as they are.
-///
-/// Derived datatypes with a predefined op: the type map must hold a single predefined
-/// type (see [`reduce_basic`]) and the slices hold the PACKED data
-/// (`datatype::pack` of `count` instances, `count * size` bytes); the result in
-/// `inout` is packed too (unpack it into the user's buffer).
 /// `n` packed elements of the predefined pair type `p` (MPI_Pack's form: value and index
 /// back to back) laid out as in memory, `extent` apart with each field at its
 /// displacement (MPI_SHORT_INT's index is at 4, not 2): what the pair kernels read.
@@ -461,6 +449,18 @@ pub fn gather_pairs(p: &Predef, spread: &[u8], n: usize) -> MpiResult<Vec<u8>> {
     Ok(v)
 }
 
+/// `inout[i] = inv[i] op inout[i]` for `count` elements of datatype `dtype`.
+///
+/// A predefined op needs a predefined datatype (MPI_ERR_TYPE otherwise) that it is
+/// defined on (MPI_ERR_OP otherwise), and both slices must hold `count` elements
+/// (MPI_ERR_BUFFER otherwise; the last element's trailing padding may be absent).
+/// A user op is called with the caller's datatype handle, once for every
+/// `i32::MAX` elements; for a derived datatype the slices are taken as they are.
+///
+/// Derived datatypes with a predefined op: the type map must hold a single predefined
+/// type (see [`reduce_basic`]) and the slices hold the PACKED data
+/// (`datatype::pack` of `count` instances, `count * size` bytes); the result in
+/// `inout` is packed too (unpack it into the user's buffer).
 pub fn apply(op: &OpRef, dtype: i32, inv: &[u8], inout: &mut [u8], count: usize) -> MpiResult<()> {
     match op {
         OpRef::Builtin(b) if predefined::lookup(dtype).is_none() => {

@@ -129,7 +129,7 @@ fn uniform(
     let count = check::count(count, &format!("{side}count"))?;
     let t = check::datatype(dt, &format!("{side}type"))?;
     let step = if stride {
-        (count * t.extent) as isize
+        check::span(&t, count)? as isize
     } else {
         0
     };
@@ -431,67 +431,42 @@ fn alltoallw(
 
 // ---------------------------------------------------------------- entry points
 
-mpi_entry!(MPI_Neighbor_allgather, PMPI_Neighbor_allgather,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
-     recvcount: c_int, recvtype: i32, comm: i32), errcomm = comm, {
-    run("MPI_Neighbor_allgather", allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)?)
-});
+/// The blocking and the nonblocking entry point of one neighbourhood collective, both
+/// taking the arguments `$a` (then comm, and a request for the nonblocking one) to the
+/// argument form `$form`.
+macro_rules! neighbor_entries {
+    ($mpi:ident, $pmpi:ident, $impi:ident, $ipmpi:ident, $form:ident, ($($a:ident : $t:ty),*)) => {
+        mpi_entry!($mpi, $pmpi, ($($a: $t),*, comm: i32), errcomm = comm, {
+            run(stringify!($mpi), $form($($a),*, comm)?)
+        });
+        mpi_entry!($impi, $ipmpi, ($($a: $t),*, comm: i32, request: *mut i32), errcomm = comm, {
+            start(stringify!($impi), $form($($a),*, comm)?, request)
+        });
+    };
+}
 
-mpi_entry!(MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather,
+neighbor_entries!(MPI_Neighbor_allgather, PMPI_Neighbor_allgather,
+    MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather, allgather,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
-     recvcount: c_int, recvtype: i32, comm: i32, request: *mut i32), errcomm = comm, {
-    start("MPI_Ineighbor_allgather", allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)?, request)
-});
+     recvcount: c_int, recvtype: i32));
 
-mpi_entry!(MPI_Neighbor_allgatherv, PMPI_Neighbor_allgatherv,
+neighbor_entries!(MPI_Neighbor_allgatherv, PMPI_Neighbor_allgatherv,
+    MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv, allgatherv,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
-     recvcounts: *const c_int, displs: *const c_int, recvtype: i32, comm: i32), errcomm = comm, {
-    run("MPI_Neighbor_allgatherv", allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)?)
-});
+     recvcounts: *const c_int, displs: *const c_int, recvtype: i32));
 
-mpi_entry!(MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv,
+neighbor_entries!(MPI_Neighbor_alltoall, PMPI_Neighbor_alltoall,
+    MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall, alltoall,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
-     recvcounts: *const c_int, displs: *const c_int, recvtype: i32, comm: i32,
-     request: *mut i32), errcomm = comm, {
-    start("MPI_Ineighbor_allgatherv", allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)?, request)
-});
+     recvcount: c_int, recvtype: i32));
 
-mpi_entry!(MPI_Neighbor_alltoall, PMPI_Neighbor_alltoall,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
-     recvcount: c_int, recvtype: i32, comm: i32), errcomm = comm, {
-    run("MPI_Neighbor_alltoall", alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)?)
-});
-
-mpi_entry!(MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
-     recvcount: c_int, recvtype: i32, comm: i32, request: *mut i32), errcomm = comm, {
-    start("MPI_Ineighbor_alltoall", alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)?, request)
-});
-
-mpi_entry!(MPI_Neighbor_alltoallv, PMPI_Neighbor_alltoallv,
+neighbor_entries!(MPI_Neighbor_alltoallv, PMPI_Neighbor_alltoallv,
+    MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv, alltoallv,
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: i32,
-     recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: i32,
-     comm: i32), errcomm = comm, {
-    run("MPI_Neighbor_alltoallv", alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)?)
-});
+     recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: i32));
 
-mpi_entry!(MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv,
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: i32,
-     recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: i32,
-     comm: i32, request: *mut i32), errcomm = comm, {
-    start("MPI_Ineighbor_alltoallv", alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)?, request)
-});
-
-mpi_entry!(MPI_Neighbor_alltoallw, PMPI_Neighbor_alltoallw,
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const Aint, sendtypes: *const i32,
-     recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const Aint, recvtypes: *const i32,
-     comm: i32), errcomm = comm, {
-    run("MPI_Neighbor_alltoallw", alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)?)
-});
-
-mpi_entry!(MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw,
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const Aint, sendtypes: *const i32,
-     recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const Aint, recvtypes: *const i32,
-     comm: i32, request: *mut i32), errcomm = comm, {
-    start("MPI_Ineighbor_alltoallw", alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)?, request)
-});
+neighbor_entries!(MPI_Neighbor_alltoallw, PMPI_Neighbor_alltoallw,
+    MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw, alltoallw,
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const Aint,
+     sendtypes: *const i32, recvbuf: *mut c_void, recvcounts: *const c_int,
+     rdispls: *const Aint, recvtypes: *const i32));
