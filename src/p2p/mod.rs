@@ -32,6 +32,10 @@ use std::sync::Mutex;
 
 const F_EAGER: u32 = 1;
 const F_RTS: u32 = 2;
+/// Sender to receiver: withdraw message `id` if no receive has taken it yet.
+const F_CANCEL: u32 = 4;
+/// Receiver to sender: the answer for message `id`, `tag` 1 if it was withdrawn.
+const F_CANCEL_REPLY: u32 = 5;
 
 /// What a completed operation reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -115,6 +119,8 @@ struct SendReq {
     stage: SendStage,
     /// Bytes of the attached MPI_Bsend buffer this send holds.
     bsend_bytes: usize,
+    /// MPI_Cancel asked the receiver to withdraw the message; the answer is awaited.
+    cancelling: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -198,6 +204,11 @@ struct Engine {
     /// Slots below this may send to us: the rings polled for arrivals (the ranks
     /// started with us and any spawned processes we are connected to).
     scan: usize,
+    /// Cancellation frames (requests and answers) waiting for room in their ring:
+    /// (destination, frame).
+    control: VecDeque<(usize, Frame)>,
+    /// Sends whose cancellation the receiver has not answered yet.
+    cancelling: Vec<usize>,
 }
 
 static ENGINE: Mutex<Option<Engine>> = Mutex::new(None);
@@ -475,6 +486,11 @@ impl Engine {
     fn drain(&mut self, a: &Arena, me: usize, n: usize) {
         for src in 0..n {
             let consumed = ring(a, src, me).pop_all(a, |h, payload| {
+                match h.kind {
+                    F_CANCEL => return self.withdraw(src, h.id),
+                    F_CANCEL_REPLY => return self.cancel_answered(src, h.id, h.tag != 0),
+                    _ => {}
+                }
                 let pos = self.posted.iter().position(|&id| {
                     match &self.reqs[id].as_ref().unwrap().kind {
                         ReqKind::Recv(rr) => matches(rr, src, h.ctx, h.tag),
@@ -506,8 +522,73 @@ impl Engine {
         }
     }
 
+    /// A sender asks to withdraw message `msg_id`: it is withdrawn if it still waits in
+    /// the unexpected queue (no receive, matched probe or MPI_Mrecv has taken it); the
+    /// answer goes back either way.
+    fn withdraw(&mut self, src: usize, msg_id: u64) {
+        let pos = self
+            .unexpected
+            .iter()
+            .position(|u| u.src == src && u.msg_id == msg_id);
+        if let Some(p) = pos {
+            self.unexpected.remove(p);
+        }
+        self.control.push_back((
+            src,
+            Frame {
+                kind: F_CANCEL_REPLY,
+                fbytes: 0,
+                ctx: 0,
+                tag: pos.is_some() as i32,
+                len: 0,
+                id: msg_id,
+            },
+        ));
+    }
+
+    /// The receiver answered the cancellation of our message `msg_id` to it.
+    fn cancel_answered(&mut self, dst: usize, msg_id: u64, withdrawn: bool) {
+        let found = self.cancelling.iter().position(|&id| {
+            matches!(&self.reqs[id].as_ref().unwrap().kind,
+                ReqKind::Send(s) if s.dst == dst && s.msg_id == msg_id)
+        });
+        let Some(p) = found else { return };
+        let id = self.cancelling.swap_remove(p);
+        let ReqKind::Send(s) = &mut self.req(id).kind else {
+            unreachable!()
+        };
+        s.cancelling = false;
+        let eager = !s.rdv;
+        if withdrawn {
+            s.stage = SendStage::Done;
+            self.rdv_sends.retain(|&x| x != id);
+            let r = self.req(id);
+            r.complete = true;
+            r.status = Status {
+                cancelled: true,
+                ..Status::empty()
+            };
+        } else if eager {
+            // Received (or taken by a matched probe): the send completed normally.
+            self.req(id).complete = true;
+        }
+        // A rendezvous the receiver has matched goes on: its clear-to-send comes.
+    }
+
     /// Pushes queued sends into rings and streams rendezvous data.
     fn push_sends(&mut self, a: &Arena, me: usize) {
+        let mut blocked = Vec::new();
+        let mut i = 0;
+        while i < self.control.len() {
+            let (dst, f) = self.control[i];
+            if !blocked.contains(&dst) && try_push(a, me, dst, f, &SendData::Owned(Vec::new())) {
+                self.control.remove(i);
+            } else {
+                // Later frames to the same process wait behind this one.
+                blocked.push(dst);
+                i += 1;
+            }
+        }
         for dst in 0..self.queued.len() {
             while let Some(&id) = self.queued[dst].front() {
                 let ReqKind::Send(s) = &mut self.reqs[id].as_mut().unwrap().kind else {
@@ -573,6 +654,8 @@ impl Engine {
                     self.bsend_used -= bs;
                     self.req(id).complete = true;
                     self.rdv_sends.swap_remove(i);
+                    // A cancellation that came too late: its answer finds nothing.
+                    self.cancelling.retain(|&x| x != id);
                     continue;
                 }
             }
@@ -697,6 +780,7 @@ fn isend_ctx(
                 msg_id,
                 stage: SendStage::Queued,
                 bsend_bytes,
+                cancelling: false,
             }),
             complete: false,
             status: Status::empty(),
@@ -1000,10 +1084,15 @@ pub fn completed(comm: &std::sync::Arc<Comm>, status: Status) -> MpiResult<ReqId
     })
 }
 
-/// Cancels a receive that has not matched yet. Returns false if it cannot be cancelled
-/// (already matched, or a send: sends complete normally).
+/// Starts cancelling request `id` (MPI_Cancel); its Wait/Test then says whether it was.
+/// A receive that has not matched is cancelled at once. A send not yet in the ring is
+/// taken back at once; one in it (an eager message or a rendezvous's request to send)
+/// is withdrawn if the receiver has not taken it yet: the request completes when the
+/// receiver's answer comes, cancelled or not. A rendezvous already streaming, a send
+/// whose data has gone (MPI_Bsend's is the library's own) and a matched receive
+/// complete normally. Returns false if nothing was started.
 pub fn cancel(id: ReqId) -> MpiResult<bool> {
-    with_engine(|e, _| {
+    with_engine(|e, job| {
         if let Some(p) = e.posted.iter().position(|&x| x == id) {
             e.posted.remove(p);
             let r = e.req(id);
@@ -1012,10 +1101,65 @@ pub fn cancel(id: ReqId) -> MpiResult<bool> {
                 cancelled: true,
                 ..Status::empty()
             };
-            true
-        } else {
-            false
+            return true;
         }
+        let (dst, msg_id, rdv, stage_queued, cancelling) = match &e.req(id).kind {
+            ReqKind::Send(s) => (
+                s.dst,
+                s.msg_id,
+                s.rdv,
+                s.stage == SendStage::Queued,
+                s.cancelling,
+            ),
+            _ => return false,
+        };
+        if cancelling {
+            return true;
+        }
+        if stage_queued {
+            e.queued[dst].retain(|&x| x != id);
+            let ReqKind::Send(s) = &mut e.req(id).kind else {
+                unreachable!()
+            };
+            s.stage = SendStage::Done;
+            let bs = s.bsend_bytes;
+            e.bsend_used -= bs;
+            let r = e.req(id);
+            r.complete = true;
+            r.status = Status {
+                cancelled: true,
+                ..Status::empty()
+            };
+            return true;
+        }
+        let ReqKind::Send(s) = &mut e.req(id).kind else {
+            unreachable!()
+        };
+        let in_ring = if rdv {
+            s.stage == SendStage::AwaitCts
+        } else {
+            s.stage == SendStage::Done
+        };
+        if !in_ring {
+            return false;
+        }
+        s.cancelling = true;
+        // Not complete until the answer comes (an eager send was complete already).
+        e.req(id).complete = false;
+        e.cancelling.push(id);
+        e.control.push_back((
+            dst,
+            Frame {
+                kind: F_CANCEL,
+                fbytes: 0,
+                ctx: 0,
+                tag: 0,
+                len: 0,
+                id: msg_id,
+            },
+        ));
+        e.progress(job);
+        true
     })
 }
 
