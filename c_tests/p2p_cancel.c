@@ -1,6 +1,7 @@
 /* MPI_Cancel of sends (MPI-3.1 section 3.8.4): a send nobody has received is
  * withdrawn, whatever its size (eager messages and rendezvous ones), its mode (Isend,
- * Issend, a persistent send) and whether it left the sender yet; its Wait returns
+ * Issend, Ibsend, persistent standard and buffered sends) and whether it left the
+ * sender yet (a withdrawn buffered send frees its part of the attached buffer); its Wait returns
  * (it must, whatever the receiver does next) with MPI_Test_cancelled true, and no part
  * of it is ever received: a later message with the same tag is the one that arrives.
  * A send already received completes normally (cancelled false). The receives are posted
@@ -38,7 +39,10 @@ int main(int argc, char **argv) {
     const int sizes[4] = {1, 100, 10000, 300000}; /* ints: eager up to rendezvous */
     int *buf = malloc(sizeof(int) * 300000), *rbuf = malloc(sizeof(int) * 300000);
 
-    for (int mode = 0; mode < 3; mode++) {
+    int bsize = 2 * 300000 * (int)sizeof(int) + 4 * MPI_BSEND_OVERHEAD;
+    char *attached = malloc(bsize);
+    MPI_Buffer_attach(attached, bsize);
+    for (int mode = 0; mode < 5; mode++) {
         for (int s = 0; s < 4; s++) {
             int n = sizes[s], tag = 100 + 10 * mode + s;
             for (int i = 0; i < n; i++) buf[i] = -7;
@@ -50,6 +54,11 @@ int main(int argc, char **argv) {
                 MPI_Send_init(buf, n, MPI_INT, right, tag, MPI_COMM_WORLD, &r);
                 MPI_Start(&r);
             }
+            if (mode == 3) MPI_Ibsend(buf, n, MPI_INT, right, tag, MPI_COMM_WORLD, &r);
+            if (mode == 4) {
+                MPI_Bsend_init(buf, n, MPI_INT, right, tag, MPI_COMM_WORLD, &r);
+                MPI_Start(&r);
+            }
             CHECK(MPI_Cancel(&r) == MPI_SUCCESS, "MPI_Cancel");
             MPI_Wait(&r, &st);
             CHECK(cancelled_of(&st) == 1, "mode %d, %d ints: the unreceived send was not cancelled", mode, n);
@@ -58,8 +67,10 @@ int main(int argc, char **argv) {
             MPI_Barrier(MPI_COMM_WORLD);
             /* The next message with this tag is the one that arrives. */
             for (int i = 0; i < n; i++) buf[i] = rank * 1000 + i % 1000;
-            if (mode == 2) {
+            if (mode == 2 || mode == 4) {
                 MPI_Start(&r);
+            } else if (mode == 3) {
+                MPI_Ibsend(buf, n, MPI_INT, right, tag, MPI_COMM_WORLD, &r);
             } else {
                 MPI_Isend(buf, n, MPI_INT, right, tag, MPI_COMM_WORLD, &r);
             }
@@ -69,7 +80,7 @@ int main(int argc, char **argv) {
             CHECK(!bad, "mode %d, %d ints: %d wrong after the cancelled one", mode, n, bad);
             MPI_Wait(&r, &st);
             CHECK(cancelled_of(&st) == 0, "mode %d, %d ints: a received send reported cancelled", mode, n);
-            if (mode == 2) MPI_Request_free(&r);
+            if (mode == 2 || mode == 4) MPI_Request_free(&r);
         }
         /* Nothing of the cancelled messages is left behind. */
         MPI_Barrier(MPI_COMM_WORLD);
@@ -108,6 +119,22 @@ int main(int argc, char **argv) {
         CHECK(!flag, "the cancelled Issend is still there");
     }
 
+    /* Every withdrawn buffered send gave its space back: the whole buffer is free. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    {
+        char *big = malloc(bsize - MPI_BSEND_OVERHEAD);
+        memset(big, 1, bsize - MPI_BSEND_OVERHEAD);
+        MPI_Request r;
+        int rc = MPI_Ibsend(big, bsize - MPI_BSEND_OVERHEAD, MPI_CHAR, right, 9, MPI_COMM_WORLD, &r);
+        CHECK(rc == MPI_SUCCESS, "the attached buffer is not free again");
+        MPI_Recv(big, bsize - MPI_BSEND_OVERHEAD, MPI_CHAR, left, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        void *p;
+        int sz;
+        MPI_Buffer_detach(&p, &sz);
+        free(big);
+    }
+    free(attached);
     free(buf);
     free(rbuf);
     int total = 0;

@@ -153,6 +153,13 @@ enum ReqKind {
     Recv(RecvReq),
     /// Already complete (e.g. PROC_NULL).
     Done,
+    /// The program's request of an MPI_Bsend / MPI_Ibsend: complete at once, while the
+    /// library's own send of message `msg_id` to `dst` goes on in the background
+    /// (MPI_Cancel withdraws that one).
+    Bsent {
+        dst: usize,
+        msg_id: u64,
+    },
     /// A nonblocking collective, driven by coll::nb.
     Coll,
     /// A generalized request (MPI_Grequest_start): completed by the program through
@@ -548,12 +555,24 @@ impl Engine {
 
     /// The receiver answered the cancellation of our message `msg_id` to it.
     fn cancel_answered(&mut self, dst: usize, msg_id: u64, withdrawn: bool) {
-        let found = self.cancelling.iter().position(|&id| {
-            matches!(&self.reqs[id].as_ref().unwrap().kind,
-                ReqKind::Send(s) if s.dst == dst && s.msg_id == msg_id)
-        });
+        let found =
+            self.cancelling
+                .iter()
+                .position(|&id| match &self.reqs[id].as_ref().unwrap().kind {
+                    ReqKind::Send(s) => s.dst == dst && s.msg_id == msg_id,
+                    ReqKind::Bsent { dst: d, msg_id: m } => *d == dst && *m == msg_id,
+                    _ => false,
+                });
         let Some(p) = found else { return };
         let id = self.cancelling.swap_remove(p);
+        if let ReqKind::Bsent { .. } = self.req(id).kind {
+            if withdrawn {
+                self.drop_buffered(dst, msg_id);
+                self.req(id).status.cancelled = true;
+            }
+            self.req(id).complete = true;
+            return;
+        }
         let ReqKind::Send(s) = &mut self.req(id).kind else {
             unreachable!()
         };
@@ -573,6 +592,31 @@ impl Engine {
             self.req(id).complete = true;
         }
         // A rendezvous the receiver has matched goes on: its clear-to-send comes.
+    }
+
+    /// The library's own send of a buffered message `msg_id` to `dst`, withdrawn by
+    /// the receiver or taken back before it left: finished without sending the rest,
+    /// its part of the attached buffer freed (it is detached: the engine frees it).
+    fn drop_buffered(&mut self, dst: usize, msg_id: u64) {
+        let found = self
+            .rdv_sends
+            .iter()
+            .chain(self.queued[dst].iter())
+            .copied()
+            .find(|&id| {
+                matches!(&self.reqs[id].as_ref().unwrap().kind,
+                ReqKind::Send(s) if s.dst == dst && s.msg_id == msg_id)
+            });
+        let Some(id) = found else { return };
+        self.rdv_sends.retain(|&x| x != id);
+        self.queued[dst].retain(|&x| x != id);
+        let ReqKind::Send(s) = &mut self.req(id).kind else {
+            unreachable!()
+        };
+        s.stage = SendStage::Done;
+        let bs = std::mem::take(&mut s.bsend_bytes);
+        self.bsend_used -= bs;
+        self.req(id).complete = true;
     }
 
     /// Pushes queued sends into rings and streams rendezvous data.
@@ -792,7 +836,7 @@ fn isend_ctx(
             // once, and the message completes on its own in the background.
             e.detached.push(id);
             let user = e.alloc(Req {
-                kind: ReqKind::Done,
+                kind: ReqKind::Bsent { dst, msg_id },
                 complete: true,
                 status: Status::empty(),
                 from_world: comm.clone(),
@@ -1103,6 +1147,27 @@ pub fn cancel(id: ReqId) -> MpiResult<bool> {
             };
             return true;
         }
+        if let ReqKind::Bsent { dst, msg_id } = e.req(id).kind {
+            if e.cancelling.contains(&id) {
+                return true;
+            }
+            let queued = e.queued[dst].iter().any(|&x| {
+                matches!(&e.reqs[x].as_ref().unwrap().kind,
+                    ReqKind::Send(s) if s.msg_id == msg_id)
+            });
+            if queued {
+                // Not in the ring yet: taken back here.
+                e.drop_buffered(dst, msg_id);
+                e.req(id).status.cancelled = true;
+                e.progress(job);
+                return true;
+            }
+            e.req(id).complete = false;
+            e.cancelling.push(id);
+            e.control.push_back((dst, cancel_frame(msg_id)));
+            e.progress(job);
+            return true;
+        }
         let (dst, msg_id, rdv, stage_queued, cancelling) = match &e.req(id).kind {
             ReqKind::Send(s) => (
                 s.dst,
@@ -1147,20 +1212,22 @@ pub fn cancel(id: ReqId) -> MpiResult<bool> {
         // Not complete until the answer comes (an eager send was complete already).
         e.req(id).complete = false;
         e.cancelling.push(id);
-        e.control.push_back((
-            dst,
-            Frame {
-                kind: F_CANCEL,
-                fbytes: 0,
-                ctx: 0,
-                tag: 0,
-                len: 0,
-                id: msg_id,
-            },
-        ));
+        e.control.push_back((dst, cancel_frame(msg_id)));
         e.progress(job);
         true
     })
+}
+
+/// The request to withdraw message `msg_id`.
+fn cancel_frame(msg_id: u64) -> Frame {
+    Frame {
+        kind: F_CANCEL,
+        fbytes: 0,
+        ctx: 0,
+        tag: 0,
+        len: 0,
+        id: msg_id,
+    }
 }
 
 /// Probes for a matching message without receiving it.
