@@ -4,7 +4,8 @@
 ! ISEND/IRECV with WAIT, WAITALL, WAITANY, WAITSOME, TEST, TESTALL, TESTANY,
 ! TESTSOME (1-based indices, MPI_UNDEFINED), PROBE/IPROBE, SENDRECV,
 ! SENDRECV_REPLACE, REQUEST_GET_STATUS, REQUEST_FREE, CANCEL/TEST_CANCELLED,
-! and MPI_PROC_NULL; GREQUEST_START / GREQUEST_COMPLETE with Fortran callbacks.
+! and MPI_PROC_NULL; GREQUEST_START / GREQUEST_COMPLETE with Fortran callbacks;
+! ISENDRECV / ISENDRECV_REPLACE.
 ! The C library's view of the Fortran ignore values (MPI-3.1 17.2.5).
 module cview
   use iso_c_binding
@@ -281,6 +282,17 @@ program p2p
   call MPI_RSEND(sbuf, 1, MPI_INTEGER, MPI_PROC_NULL, 1, MPI_COMM_WORLD, ierr)
   call expect(ierr == MPI_SUCCESS, 'rsend to MPI_PROC_NULL')
   tag = 0
+
+  ! ---- ISENDRECV / ISENDRECV_REPLACE around the ring
+  sbuf = (/ (100 * rank + i, i = 1, 10) /)
+  rbuf = -1
+  call MPI_ISENDRECV(sbuf, 10, MPI_INTEGER, nxt, 77, rbuf, 10, MPI_INTEGER, prv, 77, &
+                     MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_WAIT(reqs(1), st, ierr)
+  call expect(all(rbuf == (/ (100 * prv + i, i = 1, 10) /)) .and. st(MPI_SOURCE) == prv, 'isendrecv')
+  call MPI_ISENDRECV_REPLACE(sbuf, 10, MPI_INTEGER, nxt, 78, prv, 78, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_WAIT(reqs(1), st, ierr)
+  call expect(all(sbuf == (/ (100 * prv + i, i = 1, 10) /)), 'isendrecv_replace')
 
   ! ---- generalized requests: the query callback's status, free after query
   call MPI_GREQUEST_START(query_fn, free_fn, cancel_fn, 42_MPI_ADDRESS_KIND, reqs(1), ierr)

@@ -160,6 +160,12 @@ enum ReqKind {
         dst: usize,
         msg_id: u64,
     },
+    /// MPI_Isendrecv(_replace): complete when both its receive and its send are, with
+    /// the receive's status (see `pair`).
+    Pair {
+        recv: ReqId,
+        send: ReqId,
+    },
     /// A nonblocking collective, driven by coll::nb.
     Coll,
     /// A generalized request (MPI_Grequest_start): completed by the program through
@@ -216,6 +222,8 @@ struct Engine {
     control: VecDeque<(usize, Frame)>,
     /// Sends whose cancellation the receiver has not answered yet.
     cancelling: Vec<usize>,
+    /// MPI_Isendrecv requests not complete yet.
+    pairs: Vec<usize>,
 }
 
 static ENGINE: Mutex<Option<Engine>> = Mutex::new(None);
@@ -594,6 +602,33 @@ impl Engine {
         // A rendezvous the receiver has matched goes on: its clear-to-send comes.
     }
 
+    /// Completes every MPI_Isendrecv whose two halves are done, and frees the halves.
+    fn complete_pairs(&mut self) {
+        let mut i = 0;
+        while i < self.pairs.len() {
+            let id = self.pairs[i];
+            let ReqKind::Pair { recv, send } = self.req(id).kind else {
+                unreachable!()
+            };
+            if !(self.req(recv).complete && self.req(send).complete) {
+                i += 1;
+                continue;
+            }
+            let mut st = self.req(recv).status;
+            if st.error == MPI_SUCCESS {
+                st.error = self.req(send).status.error;
+            }
+            for half in [recv, send] {
+                self.reqs[half] = None;
+                self.free.push(half);
+            }
+            let r = self.req(id);
+            r.complete = true;
+            r.status = st;
+            self.pairs.swap_remove(i);
+        }
+    }
+
     /// The library's own send of a buffered message `msg_id` to `dst`, withdrawn by
     /// the receiver or taken back before it left: finished without sending the rest,
     /// its part of the attached buffer freed (it is detached: the engine frees it).
@@ -717,6 +752,9 @@ impl Engine {
             }
         }
         self.push_sends(a, job.rank);
+        if !self.pairs.is_empty() {
+            self.complete_pairs();
+        }
         if !self.detached.is_empty() {
             let mut i = 0;
             while i < self.detached.len() {
@@ -972,6 +1010,22 @@ pub fn complete_coll(id: ReqId, error: Option<i32>) {
             r.status.error = error.unwrap_or(MPI_SUCCESS);
         }
     });
+}
+
+/// Joins a started receive and send into one request (MPI_Isendrecv), complete when
+/// both are, with the receive's status; the two are freed with it.
+pub fn pair(comm: &std::sync::Arc<Comm>, recv: ReqId, send: ReqId) -> MpiResult<ReqId> {
+    with_engine(|e, job| {
+        let id = e.alloc(Req {
+            kind: ReqKind::Pair { recv, send },
+            complete: false,
+            status: Status::empty(),
+            from_world: comm.clone(),
+        });
+        e.pairs.push(id);
+        e.progress(job);
+        id
+    })
 }
 
 /// Registers a request the program completes itself (MPI_Grequest_start).

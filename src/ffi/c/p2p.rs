@@ -350,6 +350,33 @@ mpi_entry!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, (buf: *mut c_void, count
     status_error(&st)
 });
 
+mpi_entry!(MPI_Isendrecv, PMPI_Isendrecv, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, source: c_int, recvtag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    if request.is_null() {
+        return Err(err(MPI_ERR_ARG, "request is NULL"));
+    }
+    let a = send_args(sendbuf, sendcount, sendtype, dest, sendtag, comm)?;
+    let (c, b) = recv_args(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+    let rid = p2p::irecv_into(&c, b, source, recvtag)?;
+    let sid = start_send(a, Mode::Standard)?;
+    check::out(request, req_handle(p2p::pair(&c, rid, sid)?), "request")
+});
+
+mpi_entry!(MPI_Isendrecv_replace, PMPI_Isendrecv_replace, (buf: *mut c_void, count: c_int, datatype: i32, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    if request.is_null() {
+        return Err(err(MPI_ERR_ARG, "request is NULL"));
+    }
+    let a = send_args(buf, count, datatype, dest, sendtag, comm)?;
+    // The outgoing data is copied now: the incoming message may overwrite the buffer.
+    let copy = match a.data {
+        SendData::User(b) => SendData::Owned(b.as_slice().to_vec()),
+        owned => owned,
+    };
+    let (c, b) = recv_args(buf, count, datatype, source, recvtag, comm)?;
+    let sid = p2p::isend(&a.comm, copy, a.dest, a.tag, Mode::Standard)?;
+    let rid = p2p::irecv_into(&c, b, source, recvtag)?;
+    check::out(request, req_handle(p2p::pair(&c, rid, sid)?), "request")
+});
+
 // ---------------------------------------------------------------- completion
 
 /// Waits for one request handle; sets it to MPI_REQUEST_NULL.
