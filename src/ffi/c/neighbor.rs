@@ -195,23 +195,31 @@ fn topology(comm: i32) -> MpiResult<(Arc<Comm>, Neighbors)> {
     Ok((c, nb))
 }
 
-/// Posts the exchange: every receive, then every send. Returns the requests.
+/// Posts the exchange: every receive, then every send. Returns the requests. Every
+/// block is checked (and a non-contiguous send block packed) before anything is posted,
+/// so an argument error leaves no receive behind.
 fn post(x: &Exchange) -> MpiResult<Vec<usize>> {
     let tag = |slot: usize| if x.nb.cart { slot as i32 } else { 0 };
-    let mut ids = Vec::with_capacity(x.recv.len() + x.send.len());
+    let mut recvs = Vec::with_capacity(x.recv.len());
     for (i, (&src, b)) in x.nb.sources.iter().zip(&x.recv).enumerate() {
-        if src == MPI_PROC_NULL {
-            continue;
+        if src != MPI_PROC_NULL {
+            let into = crate::ffi::typed::recv_into(b.at as *mut c_void, b.count, &b.t, "recvbuf")?;
+            recvs.push((src, into, tag(i)));
         }
-        let into = crate::ffi::typed::recv_into(b.at as *mut c_void, b.count, &b.t, "recvbuf")?;
-        ids.push(p2p::irecv_internal(&x.comm, into, src, tag(i))?);
     }
+    let mut sends = Vec::with_capacity(x.send.len());
     for (j, (&dst, b)) in x.nb.dests.iter().zip(&x.send).enumerate() {
-        if dst == MPI_PROC_NULL {
-            continue;
+        if dst != MPI_PROC_NULL {
+            let data = crate::ffi::typed::send_data(b.at, b.count, &b.t, "sendbuf")?;
+            sends.push((dst, data, tag(j ^ 1)));
         }
-        let data = crate::ffi::typed::send_data(b.at, b.count, &b.t, "sendbuf")?;
-        ids.push(p2p::isend_internal(&x.comm, data, dst, tag(j ^ 1))?);
+    }
+    let mut ids = Vec::with_capacity(recvs.len() + sends.len());
+    for (src, into, t) in recvs {
+        ids.push(p2p::irecv_internal(&x.comm, into, src, t)?);
+    }
+    for (dst, data, t) in sends {
+        ids.push(p2p::isend_internal(&x.comm, data, dst, t)?);
     }
     Ok(ids)
 }
