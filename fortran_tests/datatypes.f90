@@ -6,7 +6,8 @@
 ! constructors in their MPI-2 and MPI-1 forms (checked through PACK/UNPACK),
 ! subarray, darray, extents (address-kind, _X, MPI-1 INTEGER), envelope and
 ! contents, names, TYPE_MATCH_SIZE, TYPE_CREATE_F90_*, ADDRESS, AINT_ADD,
-! GET_ELEMENTS_X and TYPE_DUP / TYPE_FREE.
+! GET_ELEMENTS_X and TYPE_DUP / TYPE_FREE, PACK_EXTERNAL / UNPACK_EXTERNAL /
+! PACK_EXTERNAL_SIZE ("external32": big-endian bytes).
 module pairop
   implicit none
   integer :: pair_type, op_calls
@@ -42,6 +43,9 @@ program datatypes
   integer, parameter :: nr = 5, nc = 4
   integer :: rank, np, ierr, nfail, k, i, j, nxt, prv, sz, ni, na, nd, comb, op
   integer :: rowt, rowr, st1, st2, recty, t, t2, hv1, hv2
+  integer(kind=1) :: eb(8)
+  integer :: ev(2), eback(2)
+  integer(kind=MPI_ADDRESS_KIND) :: epos, esize
   integer :: a(nr, nc), b(nr, nc), c(nr, nc), tr(nc, nr)
   integer :: st(MPI_STATUS_SIZE), ints(8), types(4), blens(3), idisp(3), sizes(2), subs(2), starts(2)
   integer(kind=MPI_ADDRESS_KIND) :: lb, ext, tlb, text, addrs(4), adisp(3), a1, a2, a3
@@ -288,6 +292,19 @@ program datatypes
   call MPI_TYPE_FREE(rowr, ierr)
   call MPI_TYPE_FREE(rowt, ierr)
   call expect(ierr == MPI_SUCCESS, 'frees')
+
+  ! ---- external32: two INTEGERs, big-endian
+  ev = (/ 1, 258 /)
+  call MPI_PACK_EXTERNAL_SIZE('external32', 2, MPI_INTEGER, esize, ierr)
+  epos = 0
+  eb = -1
+  call MPI_PACK_EXTERNAL('external32', ev, 2, MPI_INTEGER, eb, 8_MPI_ADDRESS_KIND, epos, ierr)
+  call expect(esize == 8 .and. epos == 8 .and. all(eb == (/ 0_1, 0_1, 0_1, 1_1, 0_1, 0_1, 1_1, 2_1 /)), &
+              'pack_external')
+  epos = 0
+  eback = 0
+  call MPI_UNPACK_EXTERNAL('external32', eb, 8_MPI_ADDRESS_KIND, epos, eback, 2, MPI_INTEGER, ierr)
+  call expect(ierr == MPI_SUCCESS .and. epos == 8 .and. all(eback == ev), 'unpack_external')
 
   call MPI_ALLREDUCE(nfail, k, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (k /= 0) call MPI_ABORT(MPI_COMM_WORLD, 1, ierr)

@@ -988,3 +988,114 @@ pub unsafe fn cart_sub(
     });
     rt::set_ierror(ierror, rc);
 }
+
+// ---------------------------------------------------------------- external32
+
+mod ce {
+    use std::os::raw::{c_char, c_int, c_void};
+    extern "C" {
+        pub fn PMPI_Pack_external(
+            datarep: *const c_char,
+            inbuf: *const c_void,
+            incount: c_int,
+            datatype: c_int,
+            outbuf: *mut c_void,
+            outsize: isize,
+            position: *mut isize,
+        ) -> c_int;
+        pub fn PMPI_Unpack_external(
+            datarep: *const c_char,
+            inbuf: *const c_void,
+            insize: isize,
+            position: *mut isize,
+            outbuf: *mut c_void,
+            outcount: c_int,
+            datatype: c_int,
+        ) -> c_int;
+        pub fn PMPI_Pack_external_size(
+            datarep: *const c_char,
+            incount: c_int,
+            datatype: c_int,
+            size: *mut isize,
+        ) -> c_int;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn pack_external(
+    datarep: *const u8,
+    inbuf: *mut c_void,
+    incount: *const Fint,
+    datatype: *const Fint,
+    outbuf: *mut c_void,
+    outsize: *const Aint,
+    position: *mut Aint,
+    ierror: *mut Fint,
+    datarep_len: usize,
+) {
+    let rc = rt::guard(|| {
+        let rep = rt::string_in(datarep, datarep_len);
+        // SAFETY: the caller's arguments (INTEGERs, INTEGER(KIND=MPI_ADDRESS_KIND)s and
+        // choice buffers); `rep` is NUL-terminated.
+        unsafe {
+            ce::PMPI_Pack_external(
+                rep.as_ptr().cast(),
+                rt::buffer(inbuf),
+                *incount,
+                *datatype,
+                rt::buffer(outbuf),
+                *outsize as isize,
+                position.cast(),
+            )
+        }
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn unpack_external(
+    datarep: *const u8,
+    inbuf: *mut c_void,
+    insize: *const Aint,
+    position: *mut Aint,
+    outbuf: *mut c_void,
+    outcount: *const Fint,
+    datatype: *const Fint,
+    ierror: *mut Fint,
+    datarep_len: usize,
+) {
+    let rc = rt::guard(|| {
+        let rep = rt::string_in(datarep, datarep_len);
+        // SAFETY: as in pack_external.
+        unsafe {
+            ce::PMPI_Unpack_external(
+                rep.as_ptr().cast(),
+                rt::buffer(inbuf),
+                *insize as isize,
+                position.cast(),
+                rt::buffer(outbuf),
+                *outcount,
+                *datatype,
+            )
+        }
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+pub unsafe fn pack_external_size(
+    datarep: *const u8,
+    incount: *const Fint,
+    datatype: *const Fint,
+    size: *mut Aint,
+    ierror: *mut Fint,
+    datarep_len: usize,
+) {
+    let rc = rt::guard(|| {
+        let rep = rt::string_in(datarep, datarep_len);
+        // SAFETY: as in pack_external.
+        unsafe {
+            ce::PMPI_Pack_external_size(rep.as_ptr().cast(), *incount, *datatype, size.cast())
+        }
+    });
+    rt::set_ierror(ierror, rc);
+}

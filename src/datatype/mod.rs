@@ -25,6 +25,7 @@
 //! - [`info`]`(h) -> Option<(size, extent)>` for a committed type (kept for callers that
 //!   only need the two numbers).
 pub mod derived;
+pub mod external;
 pub mod layout;
 pub mod pack;
 pub mod predefined;

@@ -518,6 +518,107 @@ mpi_entry!(MPI_Pack_size, PMPI_Pack_size,
 });
 
 // ---------------------------------------------------------------------------------------
+// The external32 representation (MPI-2.2 section 13.5.2): see datatype/external.rs
+
+fn external32(datarep: *const c_char) -> MpiResult<()> {
+    if datarep.is_null() {
+        return Err(err(MPI_ERR_ARG, "datarep is NULL"));
+    }
+    // SAFETY: a non-NULL datarep is a NUL-terminated string (standard).
+    let rep = unsafe { std::ffi::CStr::from_ptr(datarep) };
+    if rep.to_bytes() != b"external32" {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!(
+                "datarep={:?}: the only representation is \"external32\"",
+                rep.to_string_lossy()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The MPI_Aint position argument: `pos + bytes` must fit in `cap`.
+fn aint_window(pos: Aint, bytes: usize, cap: Aint, capname: &str) -> MpiResult<usize> {
+    if pos < 0 {
+        return Err(err(MPI_ERR_ARG, format!("position={pos} is negative")));
+    }
+    if cap < 0 {
+        return Err(err(MPI_ERR_ARG, format!("{capname}={cap} is negative")));
+    }
+    if (pos as usize)
+        .checked_add(bytes)
+        .is_none_or(|end| end > cap as usize)
+    {
+        return Err(err(
+            MPI_ERR_TRUNCATE,
+            format!(
+                "{bytes} external32 bytes at position={pos} do not fit in {capname}={cap} bytes"
+            ),
+        ));
+    }
+    Ok(pos as usize)
+}
+
+mpi_entry!(MPI_Pack_external, PMPI_Pack_external,
+    (datarep: *const c_char, inbuf: *const c_void, incount: c_int, datatype: i32,
+     outbuf: *mut c_void, outsize: Aint, position: *mut Aint), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    external32(datarep)?;
+    let n = check::count(incount, "incount")?;
+    let t = datatype::lookup_arg(datatype, "datatype")?;
+    let ext = datatype::external::size(&t, n)?;
+    let pos = aint_window(check::inp(position, "position")?, ext, outsize, "outsize")?;
+    crate::ffi::typed::check_base(inbuf, n, &check::datatype(datatype, "datatype")?, "inbuf")?;
+    if check::is_in_place(outbuf) {
+        return Err(err(MPI_ERR_BUFFER, "outbuf is MPI_IN_PLACE"));
+    }
+    if ext > 0 {
+        let mut native = vec![0u8; packed_bytes(&t, n, incount)?];
+        // SAFETY: inbuf (possibly MPI_BOTTOM with absolute displacements) holds `incount`
+        // instances of `datatype` per the standard.
+        datatype::pack(&t, n, inbuf as *const u8, &mut native, 0);
+        let out = check::array_mut(outbuf as *mut u8, pos + ext, "outbuf")?;
+        datatype::external::to_external(&t, n, &native, &mut out[pos..])?;
+    }
+    check::out(position, (pos + ext) as Aint, "position")
+});
+
+mpi_entry!(MPI_Unpack_external, PMPI_Unpack_external,
+    (datarep: *const c_char, inbuf: *const c_void, insize: Aint, position: *mut Aint,
+     outbuf: *mut c_void, outcount: c_int, datatype: i32), errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    external32(datarep)?;
+    let n = check::count(outcount, "outcount")?;
+    let t = datatype::lookup_arg(datatype, "datatype")?;
+    let ext = datatype::external::size(&t, n)?;
+    let pos = aint_window(check::inp(position, "position")?, ext, insize, "insize")?;
+    crate::ffi::typed::check_base(outbuf, n, &check::datatype(datatype, "datatype")?, "outbuf")?;
+    if check::is_in_place(inbuf) {
+        return Err(err(MPI_ERR_BUFFER, "inbuf is MPI_IN_PLACE"));
+    }
+    if ext > 0 {
+        let inp = check::array(inbuf as *const u8, pos + ext, "inbuf")?;
+        let mut native = vec![0u8; packed_bytes(&t, n, outcount)?];
+        datatype::external::from_external(&t, n, &inp[pos..], &mut native)?;
+        // SAFETY: outbuf (possibly MPI_BOTTOM with absolute displacements) has room for
+        // `outcount` instances of `datatype` per the standard.
+        datatype::unpack(&t, n, outbuf as *mut u8, &native, 0);
+    }
+    check::out(position, (pos + ext) as Aint, "position")
+});
+
+mpi_entry!(MPI_Pack_external_size, PMPI_Pack_external_size,
+    (datarep: *const c_char, incount: c_int, datatype: i32, size: *mut Aint),
+    errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    external32(datarep)?;
+    let n = check::count(incount, "incount")?;
+    let t = datatype::lookup_arg(datatype, "datatype")?;
+    check::out(size, datatype::external::size(&t, n)? as Aint, "size")
+});
+
+// ---------------------------------------------------------------------------------------
 // Elements of a received message
 
 mpi_entry!(MPI_Get_elements_x, PMPI_Get_elements_x,
