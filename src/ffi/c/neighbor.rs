@@ -286,6 +286,45 @@ fn start(name: &'static str, x: Exchange, request: *mut i32) -> MpiResult<()> {
 
 // ---------------------------------------------------------------- the argument forms
 
+/// An exchange on `comm`'s topology: `blocks(destinations, sources)` gives the send and
+/// the receive blocks.
+fn exchange(
+    comm: i32,
+    sendbuf: *const c_void,
+    blocks: impl FnOnce(usize, usize) -> MpiResult<(Vec<Block>, Vec<Block>)>,
+) -> MpiResult<Exchange> {
+    let (c, nb) = topology(comm)?;
+    not_in_place(sendbuf, "sendbuf")?;
+    let (send, recv) = blocks(nb.dests.len(), nb.sources.len())?;
+    Ok(Exchange {
+        comm: c,
+        nb,
+        send,
+        recv,
+    })
+}
+
+/// Allgather (`spread` false: one send block for every destination) and alltoall
+/// (`spread` true: send block j for destination j).
+#[allow(clippy::too_many_arguments)]
+fn uniform_exchange(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: i32,
+    comm: i32,
+    spread: bool,
+) -> MpiResult<Exchange> {
+    exchange(comm, sendbuf, |nd, ns| {
+        Ok((
+            uniform(sendbuf, nd, sendcount, sendtype, "send", spread)?,
+            uniform(recvbuf, ns, recvcount, recvtype, "recv", true)?,
+        ))
+    })
+}
+
 fn allgather(
     sendbuf: *const c_void,
     sendcount: c_int,
@@ -295,16 +334,23 @@ fn allgather(
     recvtype: i32,
     comm: i32,
 ) -> MpiResult<Exchange> {
-    let (c, nb) = topology(comm)?;
-    not_in_place(sendbuf, "sendbuf")?;
-    let send = uniform(sendbuf, nb.dests.len(), sendcount, sendtype, "send", false)?;
-    let recv = uniform(recvbuf, nb.sources.len(), recvcount, recvtype, "recv", true)?;
-    Ok(Exchange {
-        comm: c,
-        nb,
-        send,
-        recv,
-    })
+    uniform_exchange(
+        sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false,
+    )
+}
+
+fn alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: i32,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: i32,
+    comm: i32,
+) -> MpiResult<Exchange> {
+    uniform_exchange(
+        sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -318,44 +364,11 @@ fn allgatherv(
     recvtype: i32,
     comm: i32,
 ) -> MpiResult<Exchange> {
-    let (c, nb) = topology(comm)?;
-    not_in_place(sendbuf, "sendbuf")?;
-    let send = uniform(sendbuf, nb.dests.len(), sendcount, sendtype, "send", false)?;
-    let recv = varying(
-        recvbuf,
-        nb.sources.len(),
-        recvcounts,
-        displs,
-        recvtype,
-        "recv",
-        "displs",
-    )?;
-    Ok(Exchange {
-        comm: c,
-        nb,
-        send,
-        recv,
-    })
-}
-
-fn alltoall(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: i32,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: i32,
-    comm: i32,
-) -> MpiResult<Exchange> {
-    let (c, nb) = topology(comm)?;
-    not_in_place(sendbuf, "sendbuf")?;
-    let send = uniform(sendbuf, nb.dests.len(), sendcount, sendtype, "send", true)?;
-    let recv = uniform(recvbuf, nb.sources.len(), recvcount, recvtype, "recv", true)?;
-    Ok(Exchange {
-        comm: c,
-        nb,
-        send,
-        recv,
+    exchange(comm, sendbuf, |nd, ns| {
+        Ok((
+            uniform(sendbuf, nd, sendcount, sendtype, "send", false)?,
+            varying(recvbuf, ns, recvcounts, displs, recvtype, "recv", "displs")?,
+        ))
     })
 }
 
@@ -371,31 +384,15 @@ fn alltoallv(
     recvtype: i32,
     comm: i32,
 ) -> MpiResult<Exchange> {
-    let (c, nb) = topology(comm)?;
-    not_in_place(sendbuf, "sendbuf")?;
-    let send = varying(
-        sendbuf,
-        nb.dests.len(),
-        sendcounts,
-        sdispls,
-        sendtype,
-        "send",
-        "sdispls",
-    )?;
-    let recv = varying(
-        recvbuf,
-        nb.sources.len(),
-        recvcounts,
-        rdispls,
-        recvtype,
-        "recv",
-        "rdispls",
-    )?;
-    Ok(Exchange {
-        comm: c,
-        nb,
-        send,
-        recv,
+    exchange(comm, sendbuf, |nd, ns| {
+        Ok((
+            varying(
+                sendbuf, nd, sendcounts, sdispls, sendtype, "send", "sdispls",
+            )?,
+            varying(
+                recvbuf, ns, recvcounts, rdispls, recvtype, "recv", "rdispls",
+            )?,
+        ))
     })
 }
 
@@ -411,29 +408,11 @@ fn alltoallw(
     recvtypes: *const i32,
     comm: i32,
 ) -> MpiResult<Exchange> {
-    let (c, nb) = topology(comm)?;
-    not_in_place(sendbuf, "sendbuf")?;
-    let send = typed(
-        sendbuf,
-        nb.dests.len(),
-        sendcounts,
-        sdispls,
-        sendtypes,
-        "send",
-    )?;
-    let recv = typed(
-        recvbuf,
-        nb.sources.len(),
-        recvcounts,
-        rdispls,
-        recvtypes,
-        "recv",
-    )?;
-    Ok(Exchange {
-        comm: c,
-        nb,
-        send,
-        recv,
+    exchange(comm, sendbuf, |nd, ns| {
+        Ok((
+            typed(sendbuf, nd, sendcounts, sdispls, sendtypes, "send")?,
+            typed(recvbuf, ns, recvcounts, rdispls, recvtypes, "recv")?,
+        ))
     })
 }
 
