@@ -394,6 +394,29 @@ static void reduce_local(void) {
         CHECK(rb[i].v == rw[i].v && rb[i].n == rw[i].n, "user op on struct, element %d", i);
     CHECK(user_saw_type == 1, "user op called %d times with the struct type", user_saw_type);
     MPI_Op_free(&op);
+
+    /* A negative extent: built, queried and used in status queries; communicating,
+     * packing or reducing with it is an MPI_ERR_TYPE, not wrong data. */
+    MPI_Datatype neg;
+    MPI_Aint nlb, next;
+    OK(MPI_Type_create_resized(MPI_INT, 8, -8, &neg));
+    OK(MPI_Type_commit(&neg));
+    OK(MPI_Type_get_extent(neg, &nlb, &next));
+    CHECK(nlb == 8 && next == -8, "negative extent: lb %ld extent %ld", (long)nlb, (long)next);
+    MPI_Status nst;
+    int ncount = -1;
+    OK(MPI_Status_set_elements(&nst, neg, 3));
+    OK(MPI_Get_count(&nst, neg, &ncount));
+    CHECK(ncount == 3, "Get_count with a negative-extent type: %d", ncount);
+    int two[2] = {1, 2}, got[2];
+    rc = MPI_Sendrecv(two, 2, neg, MPI_PROC_NULL, 0, got, 2, neg, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &nst);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_TYPE, "Sendrecv with a negative extent: class %d", cls);
+    rc = MPI_Reduce_local(two, got, 2, neg, MPI_SUM);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_TYPE, "Reduce_local with a negative extent: class %d", cls);
+    MPI_Type_free(&neg);
+
     MPI_Type_free(&rec_type);
     MPI_Type_free(&ev);
     free(in);

@@ -189,13 +189,29 @@ pub fn get(h: i32, arg: &str) -> MpiResult<TypeRef> {
     }
 }
 
-/// A datatype usable in communication: valid and committed.
-pub fn get_committed(h: i32, arg: &str) -> MpiResult<TypeRef> {
+/// A valid, committed datatype for what needs only its type signature (the status
+/// queries MPI_Get_count, MPI_Get_elements, MPI_Status_set_elements): any extent.
+pub fn get_signature(h: i32, arg: &str) -> MpiResult<TypeRef> {
     let t = get(h, arg)?;
     if !t.is_committed() {
         return Err(err(
             MPI_ERR_TYPE,
             format!("{arg}: datatype {h:#010x} is not committed (call MPI_Type_commit first)"),
+        ));
+    }
+    Ok(t)
+}
+
+/// A datatype usable in communication: valid, committed, with a non-negative extent.
+pub fn get_committed(h: i32, arg: &str) -> MpiResult<TypeRef> {
+    let t = get_signature(h, arg)?;
+    if t.extent() < 0 {
+        return Err(err(
+            MPI_ERR_TYPE,
+            format!(
+                "{arg}: datatype {h:#010x} has a negative extent ({}); shmpi does not communicate, pack or reduce with such a datatype",
+                t.extent()
+            ),
         ));
     }
     Ok(t)
@@ -427,12 +443,8 @@ pub fn structure(count: i32, bls: &[i32], disps: &[isize], types: &[i32]) -> Mpi
 /// MPI_Type_create_resized.
 pub fn resized(old: i32, lb: isize, extent: isize) -> MpiResult<i32> {
     let o = get(old, "oldtype")?;
-    if extent < 0 {
-        return Err(err(
-            MPI_ERR_ARG,
-            format!("extent={extent} is negative (not supported)"),
-        ));
-    }
+    // A negative extent is legal; such a type can be queried and built upon, but not
+    // used to communicate (see `get_committed`).
     let l = o.layout.resized(lb, extent)?;
     make(l, MPI_COMBINER_RESIZED, vec![], vec![lb, extent], vec![o])
 }

@@ -624,7 +624,7 @@ mpi_entry!(MPI_Pack_external_size, PMPI_Pack_external_size,
 mpi_entry!(MPI_Get_elements_x, PMPI_Get_elements_x,
     (status: *const CStatus, datatype: i32, count: *mut i64), errcomm = MPI_COMM_WORLD, {
     let st = check::inp(status, "status")?;
-    let t = datatype::lookup_arg(datatype, "datatype")?;
+    let t = derived::get_signature(datatype, "datatype")?;
     let n = datatype::get_elements(&t, st.count_bytes())
         .map_or(MPI_UNDEFINED as i64, |n| n as i64);
     check::out(count, n, "count")
@@ -652,7 +652,7 @@ mpi_entry!(MPI_Type_get_true_extent_c, PMPI_Type_get_true_extent_c,
 mpi_entry!(MPI_Get_elements_c, PMPI_Get_elements_c,
     (status: *const CStatus, datatype: i32, count: *mut i64), errcomm = MPI_COMM_WORLD, {
     let st = check::inp(status, "status")?;
-    let t = datatype::lookup_arg(datatype, "datatype")?;
+    let t = derived::get_signature(datatype, "datatype")?;
     let n = datatype::get_elements(&t, st.count_bytes())
         .map_or(MPI_UNDEFINED as i64, |n| n as i64);
     check::out(count, n, "count")
@@ -661,7 +661,7 @@ mpi_entry!(MPI_Get_elements_c, PMPI_Get_elements_c,
 mpi_entry!(MPI_Get_count_c, PMPI_Get_count_c,
     (status: *const CStatus, datatype: i32, count: *mut i64), errcomm = MPI_COMM_WORLD, {
     let st = check::inp(status, "status")?;
-    let t = datatype::lookup_arg(datatype, "datatype")?;
+    let t = derived::get_signature(datatype, "datatype")?;
     let bytes = st.count_bytes();
     let size = t.size() as u64;
     let n = if size == 0 {

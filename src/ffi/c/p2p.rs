@@ -681,9 +681,8 @@ mpi_entry!(MPI_Status_set_cancelled, PMPI_Status_set_cancelled, (status: *mut CS
 
 /// MPI_Status_set_elements(_x): the status says `count` basic elements of `dt` arrived.
 fn set_elements(status: *mut CStatus, dt: i32, count: i64) -> MpiResult<()> {
-    check::datatype(dt, "datatype")?;
+    let t = crate::datatype::derived::get_signature(dt, "datatype")?;
     let n = check::count(count, "count")?;
-    let t = crate::datatype::derived::get(dt, "datatype")?;
     let bytes = crate::datatype::elements_bytes(&t, n as u64)
         // the status holds 63 bits of byte count (MPICH's layout)
         .filter(|&b| b <= i64::MAX as u64)
@@ -890,15 +889,15 @@ mpi_entry!(MPI_Imrecv, PMPI_Imrecv, (buf: *mut c_void, count: c_int, datatype: i
 
 fn count_of(status: *const CStatus, dt: i32) -> MpiResult<c_int> {
     let st = check::inp(status, "status")?;
-    let t = check::datatype(dt, "datatype")?;
+    let size = crate::datatype::derived::get_signature(dt, "datatype")?.size() as u64;
     let bytes = st.count_bytes();
-    if t.size == 0 {
+    if size == 0 {
         return Ok(if bytes == 0 { 0 } else { MPI_UNDEFINED });
     }
-    if bytes % t.size as u64 != 0 {
+    if bytes % size != 0 {
         return Ok(MPI_UNDEFINED);
     }
-    let n = bytes / t.size as u64;
+    let n = bytes / size;
     Ok(if n > i32::MAX as u64 {
         MPI_UNDEFINED
     } else {
@@ -913,7 +912,7 @@ mpi_entry!(MPI_Get_count, PMPI_Get_count, (status: *const CStatus, datatype: i32
 
 mpi_entry!(MPI_Get_elements, PMPI_Get_elements, (status: *const CStatus, datatype: i32, count: *mut c_int), errcomm = MPI_COMM_WORLD, {
     let st = check::inp(status, "status")?;
-    let t = crate::datatype::lookup_arg(datatype, "datatype")?;
+    let t = crate::datatype::derived::get_signature(datatype, "datatype")?;
     let n = match crate::datatype::get_elements(&t, st.count_bytes()) {
         Some(n) if n <= i32::MAX as u64 => n as c_int,
         _ => MPI_UNDEFINED,
