@@ -72,17 +72,20 @@ pub fn basic_elem(h: i32) -> Option<(i32, usize)> {
 }
 
 /// The user bytes that `count` instances of `t` touch: (offset from the buffer address,
-/// length) = (true_lb, (count-1)*extent + true_extent); (0, 0) when nothing is touched.
-/// None on overflow.
+/// length): from true_lb to (count-1)*extent + true_lb + true_extent, the other way
+/// round for a negative extent; (0, 0) when nothing is touched. None on overflow.
 pub fn span(t: &Type, count: usize) -> Option<(isize, usize)> {
     if count == 0 || t.size() == 0 {
         return Some((0, 0));
     }
-    let len = ((count - 1) as i128) * (t.extent() as i128) + t.true_extent() as i128;
-    if len < 0 || len > isize::MAX as i128 {
+    let last = ((count - 1) as i128) * (t.extent() as i128);
+    let lo = t.true_lb() as i128 + last.min(0);
+    let hi = t.true_lb() as i128 + t.true_extent() as i128 + last.max(0);
+    let len = hi - lo;
+    if len < 0 || len > isize::MAX as i128 || lo < isize::MIN as i128 || lo > isize::MAX as i128 {
         return None;
     }
-    Some((t.true_lb(), len as usize))
+    Some((lo as isize, len as usize))
 }
 
 /// Bytes of the packed stream of `count` instances (`count * size`), None on overflow.

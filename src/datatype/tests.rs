@@ -630,6 +630,8 @@ fn resized_and_negative_bounds() {
     // a negative extent: built and queried, refused for communication
     let n = resized(MPI_INT, 8, -8).unwrap();
     assert_eq!(dims(n), (4, 8, -8, 0, 4));
+    // three instances at 0, -8, -16: bytes -16 .. 4
+    assert_eq!(span(&t(n), 3), Some((-16, 20)));
     commit(n).unwrap();
     assert_eq!(
         get_committed(n, "datatype").unwrap_err().class,
