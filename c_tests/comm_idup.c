@@ -3,7 +3,8 @@
  * the right values, waited for in any order), does not block the caller until the others
  * arrive (a rank that starts it and then sends to a rank that receives before starting
  * it), copies attributes and the topology, works on intercommunicators, and the new
- * communicator is a working one, congruent to its parent. */
+ * communicator is a working one, congruent to its parent. MPI-4 MPI_Comm_idup_with_info
+ * gives the duplicate the info's hints. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +127,25 @@ int main(int argc, char **argv) {
         MPI_Comm_free(&inter2);
         MPI_Comm_free(&inter);
         MPI_Comm_free(&half);
+    }
+
+    /* MPI-4 MPI_Comm_idup_with_info: the duplicate takes the info's hints. */
+    {
+        MPI_Info info, got;
+        MPI_Comm di;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "shmpi_check_args", "false");
+        MPI_Comm_idup_with_info(MPI_COMM_WORLD, info, &di, &r);
+        MPI_Info_free(&info);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        check_comm(MPI_COMM_WORLD, di, "idup_with_info");
+        char v[16] = "";
+        int vlen = sizeof v;
+        MPI_Comm_get_info(di, &got);
+        MPI_Info_get_string(got, "shmpi_check_args", &vlen, v, &flag);
+        CHECK(flag && v[0] == 'f', "idup_with_info hint: flag %d value '%s'", flag, v);
+        MPI_Info_free(&got);
+        MPI_Comm_free(&di);
     }
 
     /* Bad arguments. */

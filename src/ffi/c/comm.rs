@@ -68,7 +68,17 @@ mpi_entry!(MPI_Comm_dup, PMPI_Comm_dup, (comm: i32, newcomm: *mut i32), errcomm 
     put_comm(newcomm, Some(dup_or_null(&c, newcomm)?))
 });
 
-mpi_entry!(MPI_Comm_idup, PMPI_Comm_idup, (comm: i32, newcomm: *mut i32, request: *mut i32), errcomm = comm, {
+/// MPI_Comm_idup(_with_info): the nonblocking form of MPI_Comm_dup. It takes its turn
+/// among the communicator's collectives now and completes in the progress engine;
+/// newcomm is written when it completes (MPI_COMM_NULL if it fails). `check_args`: the
+/// hint of the info argument, if any.
+fn idup(
+    name: &'static str,
+    comm: i32,
+    check_args: Option<bool>,
+    newcomm: *mut i32,
+    request: *mut i32,
+) -> crate::error::MpiResult<()> {
     let c = check::comm(comm)?;
     if newcomm.is_null() {
         return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
@@ -76,22 +86,34 @@ mpi_entry!(MPI_Comm_idup, PMPI_Comm_idup, (comm: i32, newcomm: *mut i32, request
     if request.is_null() {
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
-    // The nonblocking form of MPI_Comm_dup: it takes its turn among the communicator's
-    // collectives now and completes in the progress engine; newcomm is written when it
-    // completes (MPI_COMM_NULL if it fails).
     let t = crate::coll::ticket(&c);
     let out = super::persist::Captured(newcomm);
     let cc = c.clone();
     let fut: crate::coll::nb::CollFuture = Box::pin(async move {
         let r = create::dup_in_turn(&cc, t).await;
+        if let (Ok(d), Some(v)) = (&r, check_args) {
+            d.check_args.store(v, std::sync::atomic::Ordering::Relaxed);
+        }
         let h = r.as_ref().map_or(MPI_COMM_NULL, |d| d.handle);
         // SAFETY: the program keeps newcomm valid until the request completes (MPI-3.1
         // section 6.4.2: it may not be used before).
         unsafe { out.get().write(h) };
-        r.map(|_| ()).map_err(|e| crate::error::MpiError::new(e.class, format!("MPI_Comm_idup: {}", e.msg)))
+        r.map(|_| ())
+            .map_err(|e| crate::error::MpiError::new(e.class, format!("{name}: {}", e.msg)))
     });
     let id = crate::coll::nb::start(&c, fut)?;
     check::out(request, super::p2p::req_handle(id), "request")
+}
+
+mpi_entry!(MPI_Comm_idup, PMPI_Comm_idup, (comm: i32, newcomm: *mut i32, request: *mut i32), errcomm = comm, {
+    idup("MPI_Comm_idup", comm, None, newcomm, request)
+});
+
+mpi_entry!(MPI_Comm_idup_with_info, PMPI_Comm_idup_with_info, (comm: i32, info: i32, newcomm: *mut i32, request: *mut i32), errcomm = comm, {
+    check::comm(comm)?;
+    let hint = check_args_hint(info)?;
+    // As MPI_Comm_dup_with_info: the duplicate takes the info's hints, not the parent's.
+    idup("MPI_Comm_idup_with_info", comm, Some(hint.unwrap_or(true)), newcomm, request)
 });
 
 /// MPI_Comm_dup's result; on failure (an attribute copy callback failed) newcomm is
