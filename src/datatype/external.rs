@@ -8,7 +8,7 @@
 //! The conversion works on the packed stream (`datatype::pack`'s form: the basic
 //! elements back to back, in type-map order) and the datatype's type signature, read
 //! from its construction (a derived type other than a struct is its old type repeated).
-use super::derived::{Type, TypeRef};
+use super::derived::Type;
 use super::predefined::{Elem, Predef};
 use crate::abi::*;
 use crate::error::{err, MpiResult};
@@ -127,7 +127,9 @@ fn walk(t: &Type, times: usize, out: &mut Vec<(&'static Predef, usize)>) -> MpiR
         return Ok(());
     }
     // Every other constructor repeats its one old type.
-    let old: &TypeRef = &e.types[0];
+    let Some(old) = e.types.first() else {
+        return Ok(());
+    };
     walk(old, times * (t.size() / old.size().max(1)), out)
 }
 
