@@ -119,6 +119,28 @@ int main(int argc, char **argv) {
     CHECK(MPI_Add_error_code(ecode, &k) != MPI_SUCCESS, "a code is not a class");
     CHECK(MPI_Comm_call_errhandler(MPI_COMM_WORLD, ecode) == MPI_SUCCESS, "call_errhandler");
 
+    /* Empty messages with MPI_DATATYPE_NULL (count 0), as MPICH accepts them; with a
+     * count it is still an error. */
+    {
+        MPI_Request pr;
+        MPI_Status pst;
+        int cnt0 = -1;
+        CHECK(MPI_Sendrecv(NULL, 0, MPI_DATATYPE_NULL, right, 77, NULL, 0, MPI_DATATYPE_NULL, left, 77,
+                           MPI_COMM_WORLD, &pst) == MPI_SUCCESS,
+              "an empty Sendrecv with MPI_DATATYPE_NULL");
+        MPI_Get_count(&pst, MPI_INT, &cnt0);
+        CHECK(cnt0 == 0 && pst.MPI_SOURCE == left, "empty message: count %d source %d", cnt0, pst.MPI_SOURCE);
+        CHECK(MPI_Send_init(NULL, 0, MPI_DATATYPE_NULL, right, 78, MPI_COMM_WORLD, &pr) == MPI_SUCCESS,
+              "an empty Send_init with MPI_DATATYPE_NULL");
+        MPI_Start(&pr);
+        MPI_Recv(NULL, 0, MPI_DATATYPE_NULL, left, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Wait(&pr, MPI_STATUS_IGNORE);
+        MPI_Request_free(&pr);
+        int one = 1, cls1 = -1;
+        MPI_Error_class(MPI_Send(&one, 1, MPI_DATATYPE_NULL, right, 79, MPI_COMM_WORLD), &cls1);
+        CHECK(cls1 == MPI_ERR_TYPE, "count 1 of MPI_DATATYPE_NULL: class %d", cls1);
+    }
+
     /* Status setters (generalized requests and layered libraries use them) */
     MPI_Datatype three;
     MPI_Type_contiguous(3, MPI_INT, &three);

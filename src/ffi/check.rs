@@ -60,6 +60,16 @@ pub struct TypeInfo {
     pub true_lb: isize,
 }
 
+/// The datatype of a point-to-point buffer of `count` elements: as [`datatype`], except
+/// that MPI_DATATYPE_NULL with count 0 is an empty buffer (MPICH accepts it, and its
+/// test suite and some programs send and receive empty messages that way).
+pub fn message_datatype(h: i32, count: usize, arg: &str) -> MpiResult<TypeInfo> {
+    if h == MPI_DATATYPE_NULL && count == 0 {
+        return datatype(MPI_BYTE, arg);
+    }
+    datatype(h, arg)
+}
+
 /// A datatype argument: valid and committed.
 pub fn datatype(h: i32, arg: &str) -> MpiResult<TypeInfo> {
     if let Some(p) = crate::datatype::predefined::lookup(h) {

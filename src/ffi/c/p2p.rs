@@ -134,7 +134,7 @@ fn send_args(
 ) -> MpiResult<SendArgs> {
     let c = check::comm(comm)?;
     let n = check::count(count, "count")?;
-    let t = check::datatype(dt, "datatype")?;
+    let t = check::message_datatype(dt, n, "datatype")?;
     check::rank(dest, c.peer_size(), "dest", &[MPI_PROC_NULL])?;
     check::send_tag(tag)?;
     let data = crate::ffi::typed::send_data(buf, n, &t, "buf")?;
@@ -221,7 +221,7 @@ fn recv_args(
 ) -> MpiResult<(std::sync::Arc<crate::comm::Comm>, crate::p2p::RecvInto)> {
     let c = check::comm(comm)?;
     let n = check::count(count, "count")?;
-    let t = check::datatype(dt, "datatype")?;
+    let t = check::message_datatype(dt, n, "datatype")?;
     check::rank(
         source,
         c.peer_size(),
@@ -857,7 +857,7 @@ fn start_mrecv(
     let h = check::inp(message, "message")?;
     let id = message_id(h)?;
     let n = check::count(count, "count")?;
-    let t = check::datatype(dt, "datatype")?;
+    let t = check::message_datatype(dt, n, "datatype")?;
     let into = crate::ffi::typed::recv_into(buf, n, &t, "buf")?;
     let r = match id {
         None => None,

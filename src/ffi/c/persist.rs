@@ -45,7 +45,8 @@ impl TypeHold {
     }
 
     pub fn new(h: i32) -> MpiResult<TypeHold> {
-        if crate::datatype::predefined::lookup(h).is_some() {
+        // (MPI_DATATYPE_NULL gets this far only with count 0: see check::message_datatype)
+        if crate::datatype::predefined::lookup(h).is_some() || h == MPI_DATATYPE_NULL {
             return Ok(TypeHold {
                 handle: h,
                 owned: false,
