@@ -280,22 +280,40 @@ unsafe fn create_keyval(
     extra: Aint,
     ierror: *mut Fint,
 ) {
+    // SAFETY: the procedures are the caller's; C writes the new key into its argument.
+    let make =
+        |key: &mut c_int| unsafe { create(copy_fn, delete_fn, key, extra as usize as *mut c_void) };
+    // SAFETY: the key was just created by C; it is of no use without its language.
+    let mark = |key: c_int| unsafe { c::shmpi_keyval_set_fortran(key, lang) };
+    // SAFETY: as above.
+    let undo = |key: &mut c_int| unsafe { free(key) };
+    // SAFETY: KEYVAL and IERROR are the caller's INTEGERs.
+    unsafe { create_marked(keyval, ierror, make, mark, undo) }
+}
+
+/// Creates a C object for Fortran (`make` writes its handle) and marks it as Fortran's
+/// (`mark`), so the library calls its procedures with Fortran's conventions; if the
+/// mark fails, `undo` frees it again. The handle goes to `out`.
+unsafe fn create_marked(
+    out: *mut Fint,
+    ierror: *mut Fint,
+    make: impl FnOnce(&mut c_int) -> c_int,
+    mark: impl FnOnce(c_int) -> c_int,
+    undo: impl FnOnce(&mut c_int) -> c_int,
+) {
     let rc = rt::guard(|| {
-        let mut key: c_int = 0;
-        // SAFETY: the procedures are the caller's; C writes the new key into `key`.
-        let rc = unsafe { create(copy_fn, delete_fn, &mut key, extra as usize as *mut c_void) };
+        let mut h: c_int = 0;
+        let rc = make(&mut h);
         if rc != crate::abi::MPI_SUCCESS {
             return rc;
         }
-        // SAFETY: `key` was just created by C.
-        let rc = unsafe { c::shmpi_keyval_set_fortran(key, lang) };
+        let rc = mark(h);
         if rc != crate::abi::MPI_SUCCESS {
-            // SAFETY: as above; the key is of no use without its language.
-            unsafe { free(&mut key) };
+            undo(&mut h);
             return rc;
         }
-        // SAFETY: KEYVAL is the caller's INTEGER.
-        unsafe { *keyval = key };
+        // SAFETY: OUT is the caller's INTEGER.
+        unsafe { *out = h };
         rc
     });
     rt::set_ierror(ierror, rc);
@@ -356,34 +374,23 @@ pub unsafe fn grequest_start(
     request: *mut Fint,
     ierror: *mut Fint,
 ) {
-    let rc = rt::guard(|| {
-        let mut req: c_int = 0;
-        // SAFETY: the procedures are the caller's, EXTRA_STATE its integer; C writes
-        // the new request into `req`.
-        let rc = unsafe {
-            c::PMPI_Grequest_start(
-                query_fn,
-                free_fn,
-                cancel_fn,
-                *extra as usize as *mut c_void,
-                &mut req,
-            )
-        };
-        if rc != crate::abi::MPI_SUCCESS {
-            return rc;
-        }
-        // SAFETY: `req` was just created by C.
-        let rc = unsafe { c::shmpi_grequest_set_fortran(req) };
-        if rc != crate::abi::MPI_SUCCESS {
-            // SAFETY: as above; the request is of no use without its language.
-            unsafe { c::PMPI_Request_free(&mut req) };
-            return rc;
-        }
-        // SAFETY: REQUEST is the caller's INTEGER.
-        unsafe { *request = req };
-        rc
-    });
-    rt::set_ierror(ierror, rc);
+    // SAFETY: the procedures are the caller's, EXTRA_STATE its integer; C writes the
+    // new request into its argument.
+    let make = |req: &mut c_int| unsafe {
+        c::PMPI_Grequest_start(
+            query_fn,
+            free_fn,
+            cancel_fn,
+            *extra as usize as *mut c_void,
+            req,
+        )
+    };
+    // SAFETY: the request was just created by C; it is of no use without its language.
+    let mark = |req: c_int| unsafe { c::shmpi_grequest_set_fortran(req) };
+    // SAFETY: as above.
+    let undo = |req: &mut c_int| unsafe { c::PMPI_Request_free(req) };
+    // SAFETY: REQUEST and IERROR are the caller's INTEGERs.
+    unsafe { create_marked(request, ierror, make, mark, undo) }
 }
 
 pub unsafe fn type_create_keyval(
