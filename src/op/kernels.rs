@@ -593,6 +593,45 @@ mod avx2 {
         _mm256_or_ps
     );
 
+    /// MAX/MIN on 64-bit integers (signed, or unsigned after flipping both sign bits),
+    /// four per 32-byte vector: VPCMPGTQ and a blend. AVX2 has no VPMAXSQ, and the
+    /// generic loop stays scalar (25 GB/s of the three streams at 4 KiB on a Zen 3,
+    /// against 140 for 32-bit MAX). `a` wins only when strictly better, as in `Combine`.
+    #[target_feature(enable = "avx2")]
+    fn minmax_i64<const MAX: bool, const UNSIGNED: bool>(inv: &[u8], inout: &mut [u8]) {
+        let len = inv.len().min(inout.len());
+        let flip = _mm256_set1_epi64x(if UNSIGNED { i64::MIN } else { 0 });
+        let mut i = 0;
+        while i + 32 <= len {
+            // SAFETY: bytes i..i+32 lie inside both slices; unaligned loads and store;
+            // AVX2 is present (see `kernel_at`).
+            unsafe {
+                let a = _mm256_loadu_si256(inv.as_ptr().add(i).cast());
+                let pb = inout.as_mut_ptr().add(i);
+                let b = _mm256_loadu_si256(pb.cast_const().cast());
+                let (fa, fb) = if UNSIGNED {
+                    (_mm256_xor_si256(a, flip), _mm256_xor_si256(b, flip))
+                } else {
+                    (a, b)
+                };
+                let take = if MAX {
+                    _mm256_cmpgt_epi64(fa, fb)
+                } else {
+                    _mm256_cmpgt_epi64(fb, fa)
+                };
+                _mm256_storeu_si256(pb.cast(), _mm256_blendv_epi8(b, a, take));
+            }
+            i += 32;
+        }
+        let (a, b) = (&inv[i..], &mut inout[i..]);
+        match (MAX, UNSIGNED) {
+            (true, false) => map2::<i64, 8, { code::MAX }>(a, b),
+            (false, false) => map2::<i64, 8, { code::MIN }>(a, b),
+            (true, true) => map2::<u64, 8, { code::MAX }>(a, b),
+            (false, true) => map2::<u64, 8, { code::MIN }>(a, b),
+        }
+    }
+
     /// MINLOC/MAXLOC on MPI_DOUBLE_INT (f64 at 0, i32 at 8, 4 padding bytes, extent
     /// 16), two pairs per 32-byte vector. The decision is `loc_takes_a`'s, computed
     /// in the value's 64-bit lane; the value and index dwords of the winning pairs of
@@ -658,6 +697,10 @@ mod avx2 {
             (O::Min, E::F64) => |a, b| unsafe { min_f64(a, b) },
             (O::Max, E::F32) => |a, b| unsafe { max_f32(a, b) },
             (O::Min, E::F32) => |a, b| unsafe { min_f32(a, b) },
+            (O::Max, E::I64) => |a, b| unsafe { minmax_i64::<true, false>(a, b) },
+            (O::Min, E::I64) => |a, b| unsafe { minmax_i64::<false, false>(a, b) },
+            (O::Max, E::U64) => |a, b| unsafe { minmax_i64::<true, true>(a, b) },
+            (O::Min, E::U64) => |a, b| unsafe { minmax_i64::<false, true>(a, b) },
             (O::Maxloc, E::DoubleInt) => |a, b| unsafe { loc_double_int::<true>(a, b) },
             (O::Minloc, E::DoubleInt) => |a, b| unsafe { loc_double_int::<false>(a, b) },
             _ => return None,
@@ -882,7 +925,12 @@ pub fn kernel_at(op: BuiltinOp, elem: Elem, level: SimdLevel) -> MpiResult<Kerne
     #[cfg(target_arch = "x86_64")]
     {
         let k = match l {
-            SimdLevel::Avx512 => avx512::kernel(op, elem).or_else(|| avx2::kernel(op, elem)),
+            // AVX-512 has VPMAXSQ/VPMAXUQ, which the generic loop uses: the AVX2
+            // compare-and-blend for 64-bit integers is not taken there.
+            SimdLevel::Avx512 => avx512::kernel(op, elem).or_else(|| match elem {
+                Elem::I64 | Elem::U64 => None,
+                _ => avx2::kernel(op, elem),
+            }),
             SimdLevel::Avx2 => avx2::kernel(op, elem),
             SimdLevel::Baseline => None,
         };

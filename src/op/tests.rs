@@ -1188,6 +1188,7 @@ fn simd_timing() {
         (BuiltinOp::Max, Elem::I32, 4),
         (BuiltinOp::Prod, Elem::I64, 8),
         (BuiltinOp::Band, Elem::U8, 1),
+        (BuiltinOp::Max, Elem::I64, 8),
         (BuiltinOp::Land, Elem::I32, 4),
         (BuiltinOp::Prod, Elem::ComplexF64, 16),
         (BuiltinOp::Sum, Elem::F16, 2),
@@ -1251,9 +1252,9 @@ fn kernel_table_matches_kernel_for() {
 
 #[test]
 fn hand_written_simd_kernels_match_baseline() {
-    // The intrinsics kernels (float MAX/MIN, DOUBLE_INT MINLOC/MAXLOC) against the
-    // portable loops, bit for bit: random data with NaNs of both signs and payloads,
-    // ±0, ±inf and many ties; every length 0..67 and some long ones; both buffers at
+    // The intrinsics kernels (float MAX/MIN, DOUBLE_INT MINLOC/MAXLOC, 64-bit integer
+    // MAX/MIN) against the portable loops, bit for bit: random data with NaNs of both
+    // signs and payloads, ±0, ±inf, integer extremes and many ties; every length 0..67 and some long ones; both buffers at
     // every misalignment 0..8; padding bytes of inout keep their values.
     use super::kernels::{kernel_at, simd_level, SimdLevel};
     let levels: Vec<SimdLevel> = [SimdLevel::Avx2, SimdLevel::Avx512]
@@ -1271,6 +1272,10 @@ fn hand_written_simd_kernels_match_baseline() {
         ("MPI_FLOAT", BuiltinOp::Min),
         ("MPI_DOUBLE_INT", BuiltinOp::Maxloc),
         ("MPI_DOUBLE_INT", BuiltinOp::Minloc),
+        ("MPI_LONG", BuiltinOp::Max),
+        ("MPI_LONG", BuiltinOp::Min),
+        ("MPI_UNSIGNED_LONG", BuiltinOp::Max),
+        ("MPI_UNSIGNED_LONG", BuiltinOp::Min),
     ];
     let mut r = Rng(77);
     let counts: Vec<usize> = (0..67).chain([255, 256, 257, 1000, 4099]).collect();
