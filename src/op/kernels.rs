@@ -519,30 +519,105 @@ mod avx2 {
     /// IEEE maximum/minimum on 32-byte vectors: `max_pd(a, b)` is `a > b ? a : b`
     /// (`b` when they are equal or either is a NaN); equal values (±0) then take
     /// `a & b` (MAX: +0 wins) or `a | b` (MIN: -0 wins); a NaN `a` wins last.
+    ///
+    /// Fast path: `max_pd(a, b)` / `min_pd(a, b)` alone is already that result unless
+    /// `a` (the `inv` element) is a NaN or a zero (a NaN `b` comes out as `b`; equal
+    /// non-zero values have the same bits). One unordered-or-equal compare of `a`
+    /// with 0 finds those lanes (under a denormals-are-zero mode it also finds
+    /// subnormal `a`, which is what the full formula needs then). Four vectors (128
+    /// bytes) at a time take the bare max/min when none has such a lane, else all four
+    /// get the full formula, and so do the next 4 KiB, unchecked; the rest goes vector
+    /// by vector through the full formula.
+    /// On a Zen 3 the full formula alone ran 1.5-2x slower than the bare instruction
+    /// in the first- and second-level caches. (Comparing `a == b` instead, as an
+    /// earlier attempt did, sends every block of a repeated reduction on the same
+    /// buffer to the slow path: after one call most lanes are equal.)
     macro_rules! fminmax {
         ($name:ident, $t:ty, $n:expr, $op:expr, $load:ident, $store:ident, $cmp:ident,
-         $blend:ident, $pick:ident, $eqfix:ident) => {
+         $blend:ident, $pick:ident, $eqfix:ident, $zero:ident, $or:ident, $testz:ident) => {
             #[target_feature(enable = "avx2")]
             fn $name(inv: &[u8], inout: &mut [u8]) {
+                #[inline(always)]
+                fn full(a: <$t as Lanes>::V, b: <$t as Lanes>::V) -> <$t as Lanes>::V {
+                    // SAFETY: register-only AVX intrinsics; only called from the
+                    // AVX2-enabled kernel below.
+                    unsafe {
+                        let m = $pick(a, b);
+                        let m = $blend(m, $eqfix(a, b), $cmp::<_CMP_EQ_OQ>(a, b));
+                        $blend(m, a, $cmp::<_CMP_UNORD_Q>(a, a))
+                    }
+                }
                 let len = inv.len().min(inout.len());
+                // The four vectors at byte i (i + 128 <= len): the bare max/min if
+                // `check` and no lane of `inv` needs the full formula, else the full
+                // formula. Returns whether they took the bare one.
+                let block = |inout: &mut [u8], i: usize, check: bool| -> bool {
+                    // SAFETY: callers keep i + 128 <= len, so bytes i..i+128 lie inside
+                    // both slices; unaligned loads and stores; AVX2 is present (see
+                    // `kernel_at`).
+                    unsafe {
+                        let pa = inv.as_ptr().add(i);
+                        let pb = inout.as_mut_ptr().add(i);
+                        let a = [0, 32, 64, 96].map(|o| $load(pa.add(o).cast()));
+                        let b = [0, 32, 64, 96].map(|o| $load(pb.add(o).cast_const().cast()));
+                        let fast = check && {
+                            let z = $zero();
+                            let s = $or(
+                                $or($cmp::<_CMP_EQ_UQ>(a[0], z), $cmp::<_CMP_EQ_UQ>(a[1], z)),
+                                $or($cmp::<_CMP_EQ_UQ>(a[2], z), $cmp::<_CMP_EQ_UQ>(a[3], z)),
+                            );
+                            $testz(s, s) != 0
+                        };
+                        for k in 0..4 {
+                            let r = if fast {
+                                $pick(a[k], b[k])
+                            } else {
+                                full(a[k], b[k])
+                            };
+                            $store(pb.add(32 * k).cast(), r);
+                        }
+                        fast
+                    }
+                };
                 let mut i = 0;
+                while i + 128 <= len {
+                    let fast = block(inout, i, true);
+                    i += 128;
+                    if !fast {
+                        // Data rich in zeros would fail the check block after block,
+                        // paying for it (and for mispredicted branches) on top of the
+                        // full formula: the next 4 KiB take the full formula unchecked.
+                        let stop = (i + 4096).min(len);
+                        while i + 128 <= stop {
+                            block(inout, i, false);
+                            i += 128;
+                        }
+                    }
+                }
                 while i + 32 <= len {
-                    // SAFETY: bytes i..i+32 lie inside both slices; the loads and the
-                    // store are unaligned; AVX2 is present (see `kernel_at`).
+                    // SAFETY: bytes i..i+32 lie inside both slices; as above.
                     unsafe {
                         let a = $load(inv.as_ptr().add(i).cast());
                         let pb = inout.as_mut_ptr().add(i);
                         let b = $load(pb.cast_const().cast());
-                        let m = $pick(a, b);
-                        let m = $blend(m, $eqfix(a, b), $cmp::<_CMP_EQ_OQ>(a, b));
-                        let m = $blend(m, a, $cmp::<_CMP_UNORD_Q>(a, a));
-                        $store(pb.cast(), m);
+                        $store(pb.cast(), full(a, b));
                     }
                     i += 32;
                 }
                 map2::<$t, $n, { $op }>(&inv[i..], &mut inout[i..]);
             }
         };
+    }
+
+    /// The AVX vector type of each float type.
+    trait Lanes {
+        type V;
+    }
+    impl Lanes for f64 {
+        type V = __m256d;
+    }
+    impl Lanes for f32 {
+        type V = __m256;
     }
     fminmax!(
         max_f64,
@@ -554,7 +629,10 @@ mod avx2 {
         _mm256_cmp_pd,
         _mm256_blendv_pd,
         _mm256_max_pd,
-        _mm256_and_pd
+        _mm256_and_pd,
+        _mm256_setzero_pd,
+        _mm256_or_pd,
+        _mm256_testz_pd
     );
     fminmax!(
         min_f64,
@@ -566,7 +644,10 @@ mod avx2 {
         _mm256_cmp_pd,
         _mm256_blendv_pd,
         _mm256_min_pd,
-        _mm256_or_pd
+        _mm256_or_pd,
+        _mm256_setzero_pd,
+        _mm256_or_pd,
+        _mm256_testz_pd
     );
     fminmax!(
         max_f32,
@@ -578,7 +659,10 @@ mod avx2 {
         _mm256_cmp_ps,
         _mm256_blendv_ps,
         _mm256_max_ps,
-        _mm256_and_ps
+        _mm256_and_ps,
+        _mm256_setzero_ps,
+        _mm256_or_ps,
+        _mm256_testz_ps
     );
     fminmax!(
         min_f32,
@@ -590,7 +674,10 @@ mod avx2 {
         _mm256_cmp_ps,
         _mm256_blendv_ps,
         _mm256_min_ps,
-        _mm256_or_ps
+        _mm256_or_ps,
+        _mm256_setzero_ps,
+        _mm256_or_ps,
+        _mm256_testz_ps
     );
 
     /// MAX/MIN on 64-bit integers (signed, or unsigned after flipping both sign bits),
