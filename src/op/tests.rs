@@ -1274,8 +1274,9 @@ fn hand_written_simd_kernels_match_baseline() {
     // The intrinsics kernels (float MAX/MIN, DOUBLE_INT MINLOC/MAXLOC, 64-bit integer
     // MAX/MIN) against the portable loops, bit for bit: random data with NaNs of both
     // signs and payloads, ±0, ±inf, integer extremes and many ties (for floats also
-    // ordinary numbers with rare special values); every length 0..67 and some long ones; both buffers at
-    // every misalignment 0..8; padding bytes of inout keep their values.
+    // ordinary numbers with rare special values); every length 0..67 and some long
+    // ones; both buffers at every misalignment 0..8; padding bytes of inout keep their
+    // values.
     use super::kernels::{kernel_at, simd_level, SimdLevel};
     let levels: Vec<SimdLevel> = [SimdLevel::Avx2, SimdLevel::Avx512]
         .into_iter()
