@@ -28,11 +28,26 @@ typedef struct {
     double v;
     int i;
 } dint;
+typedef struct {
+    int v, i;
+} iint;
+typedef struct {
+    float v;
+    int i;
+} fint;
+typedef struct {
+    long v;
+    int i;
+} lint;
 
-enum kind { K_DOUBLE, K_FLOAT, K_INT, K_LONG, K_INT8, K_DOUBLE_INT, K_COUNT };
-static const char *kind_names[K_COUNT] = {"double", "float", "int", "long", "int8", "double_int"};
-static const size_t kind_size[K_COUNT] = {sizeof(double), sizeof(float), sizeof(int), sizeof(long),
-                                          sizeof(int8_t), sizeof(dint)};
+enum kind { K_DOUBLE, K_FLOAT, K_INT, K_LONG, K_INT8, K_DOUBLE_INT, K_2INT, K_FLOAT_INT, K_LONG_INT, K_COUNT };
+static const char *kind_names[K_COUNT] = {"double", "float", "int",   "long",      "int8",
+                                          "double_int", "2int", "float_int", "long_int"};
+/* The pair types (MAXLOC only). */
+static int is_pair(int k) { return k >= K_DOUBLE_INT; }
+static const size_t kind_size[K_COUNT] = {sizeof(double), sizeof(float), sizeof(int),
+                                          sizeof(long),   sizeof(int8_t), sizeof(dint),
+                                          sizeof(iint),   sizeof(fint),   sizeof(lint)};
 
 enum opk { O_SUM, O_PROD, O_MAX, O_MIN, O_BAND, O_MAXLOC, O_COUNT };
 static const char *op_names[O_COUNT] = {"sum", "prod", "max", "min", "band", "maxloc"};
@@ -45,6 +60,9 @@ static MPI_Datatype kind_type(enum kind k)
     case K_INT: return MPI_INT;
     case K_LONG: return MPI_LONG;
     case K_INT8: return MPI_INT8_T;
+    case K_2INT: return MPI_2INT;
+    case K_FLOAT_INT: return MPI_FLOAT_INT;
+    case K_LONG_INT: return MPI_LONG_INT;
     default: return MPI_DOUBLE_INT;
     }
 }
@@ -63,7 +81,7 @@ static MPI_Op op_handle(enum opk o)
 
 static int valid(enum kind k, enum opk o)
 {
-    if (k == K_DOUBLE_INT)
+    if (is_pair(k))
         return o == O_MAXLOC;
     if (o == O_MAXLOC)
         return 0;
@@ -91,6 +109,9 @@ static void set_elem(enum kind k, void *buf, long i, int v, int idx)
     case K_INT: ((int *)buf)[i] = v; break;
     case K_LONG: ((long *)buf)[i] = v; break;
     case K_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case K_2INT: ((iint *)buf)[i].v = v; ((iint *)buf)[i].i = idx; break;
+    case K_FLOAT_INT: ((fint *)buf)[i].v = (float)v; ((fint *)buf)[i].i = idx; break;
+    case K_LONG_INT: ((lint *)buf)[i].v = v; ((lint *)buf)[i].i = idx; break;
     default: ((dint *)buf)[i].v = v; ((dint *)buf)[i].i = idx; break;
     }
 }
@@ -103,6 +124,9 @@ static double get_elem(enum kind k, const void *buf, long i, int *idx)
     case K_INT: return ((const int *)buf)[i];
     case K_LONG: return (double)((const long *)buf)[i];
     case K_INT8: return ((const int8_t *)buf)[i];
+    case K_2INT: *idx = ((const iint *)buf)[i].i; return ((const iint *)buf)[i].v;
+    case K_FLOAT_INT: *idx = ((const fint *)buf)[i].i; return ((const fint *)buf)[i].v;
+    case K_LONG_INT: *idx = ((const lint *)buf)[i].i; return (double)((const lint *)buf)[i].v;
     default: *idx = ((const dint *)buf)[i].i; return ((const dint *)buf)[i].v;
     }
 }
@@ -283,7 +307,7 @@ int main(int argc, char **argv)
             check((enum kind)k, (enum opk)o, in, io);
             for (int s = 0; s < nsizes; s++)
                 cell(label, W_MPI, (enum kind)k, (enum opk)o, in, io, sizes[s], target, nbatch);
-            if (o == O_SUM && k != K_DOUBLE_INT)
+            if (o == O_SUM && !is_pair(k))
                 for (int s = 0; s < nsizes; s++)
                     cell(label, W_CLOOP, (enum kind)k, O_SUM, in, io, sizes[s], target, nbatch);
         }
