@@ -26,8 +26,8 @@
 //! there are hand-written intrinsics kernels (modules `avx2` and `avx512`): float
 //! MAX/MIN (compare + blend, NaN by an unordered compare), MPI_DOUBLE_INT
 //! MINLOC/MAXLOC (two or four pairs per vector, padding kept), and in AVX2 only 64-bit
-//! integer MAX/MIN and MINLOC/MAXLOC on MPI_LONG_INT, MPI_2INT and MPI_FLOAT_INT (the
-//! AVX2 kernels' comments give their speed on a Zen 3). Measured with
+//! integer MAX/MIN and MINLOC/MAXLOC on MPI_LONG_INT, MPI_2INT, MPI_FLOAT_INT, MPI_2REAL
+//! and MPI_2DOUBLE_PRECISION (the AVX2 kernels' comments give their speed on a Zen 3). Measured with
 //! `op::tests::simd_timing` on a 2-core Xeon VM with AVX-512 (release build,
 //! load average 5-7 from other jobs; GB/s of the three streams, aligned / offset by
 //! one byte; noisy to 30% or more, single runs show 2x outliers):
@@ -511,8 +511,8 @@ fn pair<
 
 /// AVX2 kernels written with intrinsics: float MAX/MIN (the generic select chain
 /// compiled to 2.5x slower than SUM), MAX/MIN on 64-bit integers, and MINLOC/MAXLOC on
-/// MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT (MPI_2INTEGER) and MPI_FLOAT_INT (the generic
-/// loop is scalar and branchy). Same results, bit for bit, as the generic loops: each
+/// MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT (MPI_2INTEGER), MPI_FLOAT_INT, MPI_2REAL and
+/// MPI_2DOUBLE_PRECISION (the generic loop is scalar and branchy). Same results, bit for bit, as the generic loops: each
 /// ends with the generic loop on the remainder.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
@@ -784,8 +784,13 @@ mod avx2 {
     /// 64 KiB of random pairs, 5.7 GB/s of buffer (2INT) and 6.5 (FLOAT_INT) against
     /// 29 and 15 here; MPI_Reduce_local repeated on one 64 KiB buffer ran at 8.6 and 5.5
     /// before, 18-33 and 14 now, MPICH's and Open MPI's at 11-13 and 8-11.
+    /// With `FIDX` the index is an f32 too (MPI_2REAL; FLOAT must be set), compared as
+    /// `ai < bi` in floating point, as the generic loop does.
     #[target_feature(enable = "avx2")]
-    fn loc_pair32<const MAX: bool, const FLOAT: bool>(inv: &[u8], inout: &mut [u8]) {
+    fn loc_pair32<const MAX: bool, const FLOAT: bool, const FIDX: bool>(
+        inv: &[u8],
+        inout: &mut [u8],
+    ) {
         let len = inv.len().min(inout.len());
         let mut i = 0;
         while i + 32 <= len {
@@ -795,8 +800,15 @@ mod avx2 {
                 let a = _mm256_loadu_si256(inv.as_ptr().add(i).cast());
                 let pb = inout.as_mut_ptr().add(i);
                 let b = _mm256_loadu_si256(pb.cast_const().cast());
-                // ai < bi (signed) in the index dwords, moved to the value dwords
-                let il = _mm256_shuffle_epi32::<0b10_11_00_01>(_mm256_cmpgt_epi32(b, a));
+                // ai < bi (signed, or as f32) in the index dwords, moved to the value
+                // dwords
+                let il = if FIDX {
+                    let (af, bf) = (_mm256_castsi256_ps(a), _mm256_castsi256_ps(b));
+                    _mm256_castps_si256(_mm256_cmp_ps::<_CMP_LT_OQ>(af, bf))
+                } else {
+                    _mm256_cmpgt_epi32(b, a)
+                };
+                let il = _mm256_shuffle_epi32::<0b10_11_00_01>(il);
                 let take = if FLOAT {
                     let (av, bv) = (_mm256_castsi256_ps(a), _mm256_castsi256_ps(b));
                     // a's value better / b's value better (both false if equal or NaN)
@@ -831,11 +843,58 @@ mod avx2 {
             i += 32;
         }
         let (a, b) = (&inv[i..], &mut inout[i..]);
-        if FLOAT {
-            loc::<f32, 4, i32, 4, 4, 8, MAX>(a, b)
-        } else {
-            loc::<i32, 4, i32, 4, 4, 8, MAX>(a, b)
+        match (FLOAT, FIDX) {
+            (true, true) => loc::<f32, 4, f32, 4, 4, 8, MAX>(a, b),
+            (true, false) => loc::<f32, 4, i32, 4, 4, 8, MAX>(a, b),
+            _ => loc::<i32, 4, i32, 4, 4, 8, MAX>(a, b),
         }
+    }
+
+    /// MINLOC/MAXLOC on MPI_2DOUBLE_PRECISION (f64 value, f64 index, extent 16), two
+    /// pairs per 32-byte vector: as `loc_pair32` with 64-bit lanes, the index compared
+    /// as `ai < bi` in floating point.
+    #[target_feature(enable = "avx2")]
+    fn loc_2double<const MAX: bool>(inv: &[u8], inout: &mut [u8]) {
+        let len = inv.len().min(inout.len());
+        let mut i = 0;
+        while i + 32 <= len {
+            // SAFETY: bytes i..i+32 lie inside both slices (two whole pairs); unaligned
+            // loads and store; AVX2 is present (see `kernel_at`).
+            unsafe {
+                let a = _mm256_loadu_pd(inv.as_ptr().add(i).cast());
+                let pb = inout.as_mut_ptr().add(i);
+                let b = _mm256_loadu_pd(pb.cast_const().cast());
+                // ai < bi in the index qwords, moved to the value qwords
+                let il = _mm256_permute_pd::<0b0101>(_mm256_cmp_pd::<_CMP_LT_OQ>(a, b));
+                let (ab, bb) = if MAX {
+                    (
+                        _mm256_cmp_pd::<_CMP_GT_OQ>(a, b),
+                        _mm256_cmp_pd::<_CMP_LT_OQ>(a, b),
+                    )
+                } else {
+                    (
+                        _mm256_cmp_pd::<_CMP_LT_OQ>(a, b),
+                        _mm256_cmp_pd::<_CMP_GT_OQ>(a, b),
+                    )
+                };
+                let an = _mm256_cmp_pd::<_CMP_UNORD_Q>(a, a);
+                let bn = _mm256_cmp_pd::<_CMP_UNORD_Q>(b, b);
+                // a NaN value wins over a number; two NaNs or equal values: smaller index
+                let tie = _mm256_or_pd(
+                    _mm256_andnot_pd(bn, an),
+                    _mm256_andnot_pd(_mm256_xor_pd(an, bn), il),
+                );
+                let take = _mm256_or_pd(ab, _mm256_andnot_pd(bb, tie));
+                // the value qword's decision for both qwords of the pair
+                let take = _mm256_castpd_si256(_mm256_permute_pd::<0b0000>(take));
+                // (a byte blend and a plain store: written as a double blend, the
+                // compiler made it a masked store, microcoded on a Zen 3: 2.9 GB/s)
+                let (a, b) = (_mm256_castpd_si256(a), _mm256_castpd_si256(b));
+                _mm256_storeu_si256(pb.cast(), _mm256_blendv_epi8(b, a, take));
+            }
+            i += 32;
+        }
+        loc::<f64, 8, f64, 8, 8, 16, MAX>(&inv[i..], &mut inout[i..]);
     }
 
     /// MINLOC/MAXLOC on MPI_LONG_INT (i64 at 0, i32 at 8, 4 padding bytes, extent 16),
@@ -892,13 +951,17 @@ mod avx2 {
             (O::Maxloc, E::DoubleInt) => |a, b| unsafe { loc_double_int::<true>(a, b) },
             (O::Minloc, E::DoubleInt) => |a, b| unsafe { loc_double_int::<false>(a, b) },
             (O::Maxloc, E::TwoInt | E::TwoInteger) => {
-                |a, b| unsafe { loc_pair32::<true, false>(a, b) }
+                |a, b| unsafe { loc_pair32::<true, false, false>(a, b) }
             }
             (O::Minloc, E::TwoInt | E::TwoInteger) => {
-                |a, b| unsafe { loc_pair32::<false, false>(a, b) }
+                |a, b| unsafe { loc_pair32::<false, false, false>(a, b) }
             }
-            (O::Maxloc, E::FloatInt) => |a, b| unsafe { loc_pair32::<true, true>(a, b) },
-            (O::Minloc, E::FloatInt) => |a, b| unsafe { loc_pair32::<false, true>(a, b) },
+            (O::Maxloc, E::FloatInt) => |a, b| unsafe { loc_pair32::<true, true, false>(a, b) },
+            (O::Minloc, E::FloatInt) => |a, b| unsafe { loc_pair32::<false, true, false>(a, b) },
+            (O::Maxloc, E::TwoReal) => |a, b| unsafe { loc_pair32::<true, true, true>(a, b) },
+            (O::Minloc, E::TwoReal) => |a, b| unsafe { loc_pair32::<false, true, true>(a, b) },
+            (O::Maxloc, E::TwoDoublePrecision) => |a, b| unsafe { loc_2double::<true>(a, b) },
+            (O::Minloc, E::TwoDoublePrecision) => |a, b| unsafe { loc_2double::<false>(a, b) },
             (O::Maxloc, E::LongInt) => |a, b| unsafe { loc_long_int::<true>(a, b) },
             (O::Minloc, E::LongInt) => |a, b| unsafe { loc_long_int::<false>(a, b) },
             _ => return None,

@@ -1307,6 +1307,10 @@ fn hand_written_simd_kernels_match_baseline() {
         ("MPI_FLOAT_INT", BuiltinOp::Minloc),
         ("MPI_LONG_INT", BuiltinOp::Maxloc),
         ("MPI_LONG_INT", BuiltinOp::Minloc),
+        ("MPI_2REAL", BuiltinOp::Maxloc),
+        ("MPI_2REAL", BuiltinOp::Minloc),
+        ("MPI_2DOUBLE_PRECISION", BuiltinOp::Maxloc),
+        ("MPI_2DOUBLE_PRECISION", BuiltinOp::Minloc),
     ];
     let mut r = Rng(77);
     let counts: Vec<usize> = (0..67).chain([255, 256, 257, 1000, 4099]).collect();
