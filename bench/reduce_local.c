@@ -39,15 +39,36 @@ typedef struct {
     long v;
     int i;
 } lint;
+typedef struct {
+    float v, i;
+} ffpair; /* MPI_2REAL */
+typedef struct {
+    double v, i;
+} ddpair; /* MPI_2DOUBLE_PRECISION */
 
-enum kind { K_DOUBLE, K_FLOAT, K_INT, K_LONG, K_INT8, K_DOUBLE_INT, K_2INT, K_FLOAT_INT, K_LONG_INT, K_COUNT };
-static const char *kind_names[K_COUNT] = {"double", "float", "int",   "long",      "int8",
-                                          "double_int", "2int", "float_int", "long_int"};
+enum kind {
+    K_DOUBLE,
+    K_FLOAT,
+    K_INT,
+    K_LONG,
+    K_INT8,
+    K_DOUBLE_INT,
+    K_2INT,
+    K_FLOAT_INT,
+    K_LONG_INT,
+    K_2REAL,
+    K_2DOUBLE,
+    K_COUNT
+};
+static const char *kind_names[K_COUNT] = {"double",   "float",     "int",      "long",
+                                          "int8",     "double_int", "2int",    "float_int",
+                                          "long_int", "2real",      "2double_precision"};
 /* The pair types (MAXLOC only). */
 static int is_pair(int k) { return k >= K_DOUBLE_INT; }
 static const size_t kind_size[K_COUNT] = {sizeof(double), sizeof(float), sizeof(int),
                                           sizeof(long),   sizeof(int8_t), sizeof(dint),
-                                          sizeof(iint),   sizeof(fint),   sizeof(lint)};
+                                          sizeof(iint),   sizeof(fint),   sizeof(lint),
+                                          sizeof(ffpair), sizeof(ddpair)};
 
 enum opk { O_SUM, O_PROD, O_MAX, O_MIN, O_BAND, O_MAXLOC, O_COUNT };
 static const char *op_names[O_COUNT] = {"sum", "prod", "max", "min", "band", "maxloc"};
@@ -63,6 +84,8 @@ static MPI_Datatype kind_type(enum kind k)
     case K_2INT: return MPI_2INT;
     case K_FLOAT_INT: return MPI_FLOAT_INT;
     case K_LONG_INT: return MPI_LONG_INT;
+    case K_2REAL: return MPI_2REAL;
+    case K_2DOUBLE: return MPI_2DOUBLE_PRECISION;
     default: return MPI_DOUBLE_INT;
     }
 }
@@ -112,6 +135,8 @@ static void set_elem(enum kind k, void *buf, long i, int v, int idx)
     case K_2INT: ((iint *)buf)[i].v = v; ((iint *)buf)[i].i = idx; break;
     case K_FLOAT_INT: ((fint *)buf)[i].v = (float)v; ((fint *)buf)[i].i = idx; break;
     case K_LONG_INT: ((lint *)buf)[i].v = v; ((lint *)buf)[i].i = idx; break;
+    case K_2REAL: ((ffpair *)buf)[i].v = (float)v; ((ffpair *)buf)[i].i = (float)idx; break;
+    case K_2DOUBLE: ((ddpair *)buf)[i].v = v; ((ddpair *)buf)[i].i = idx; break;
     default: ((dint *)buf)[i].v = v; ((dint *)buf)[i].i = idx; break;
     }
 }
@@ -127,6 +152,8 @@ static double get_elem(enum kind k, const void *buf, long i, int *idx)
     case K_2INT: *idx = ((const iint *)buf)[i].i; return ((const iint *)buf)[i].v;
     case K_FLOAT_INT: *idx = ((const fint *)buf)[i].i; return ((const fint *)buf)[i].v;
     case K_LONG_INT: *idx = ((const lint *)buf)[i].i; return (double)((const lint *)buf)[i].v;
+    case K_2REAL: *idx = (int)((const ffpair *)buf)[i].i; return ((const ffpair *)buf)[i].v;
+    case K_2DOUBLE: *idx = (int)((const ddpair *)buf)[i].i; return ((const ddpair *)buf)[i].v;
     default: *idx = ((const dint *)buf)[i].i; return ((const dint *)buf)[i].v;
     }
 }
