@@ -27,8 +27,8 @@
 //! MAX/MIN (compare + blend, NaN by an unordered compare), MPI_DOUBLE_INT
 //! MINLOC/MAXLOC (two or four pairs per vector, padding kept), and in AVX2 only 64-bit
 //! integer MAX/MIN and MINLOC/MAXLOC on MPI_LONG_INT, MPI_2INT, MPI_FLOAT_INT, MPI_2REAL
-//! and MPI_2DOUBLE_PRECISION (the AVX2 kernels' comments give their speed on a Zen 3). Measured with
-//! `op::tests::simd_timing` on a 2-core Xeon VM with AVX-512 (release build,
+//! and MPI_2DOUBLE_PRECISION (the AVX2 kernels' comments give their speed on a Zen 3).
+//! Measured with `op::tests::simd_timing` on a 2-core Xeon VM with AVX-512 (release build,
 //! load average 5-7 from other jobs; GB/s of the three streams, aligned / offset by
 //! one byte; noisy to 30% or more, single runs show 2x outliers):
 //!
@@ -512,8 +512,8 @@ fn pair<
 /// AVX2 kernels written with intrinsics: float MAX/MIN (the generic select chain
 /// compiled to 2.5x slower than SUM), MAX/MIN on 64-bit integers, and MINLOC/MAXLOC on
 /// MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT (MPI_2INTEGER), MPI_FLOAT_INT, MPI_2REAL and
-/// MPI_2DOUBLE_PRECISION (the generic loop is scalar and branchy). Same results, bit for bit, as the generic loops: each
-/// ends with the generic loop on the remainder.
+/// MPI_2DOUBLE_PRECISION (the generic loop is scalar and branchy). Same results, bit for
+/// bit, as the generic loops: each ends with the generic loop on the remainder.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::{code, loc, map2, Kernel};
@@ -784,6 +784,7 @@ mod avx2 {
     /// 64 KiB of random pairs, 5.7 GB/s of buffer (2INT) and 6.5 (FLOAT_INT) against
     /// 29 and 15 here; MPI_Reduce_local repeated on one 64 KiB buffer ran at 8.6 and 5.5
     /// before, 18-33 and 14 now, MPICH's and Open MPI's at 11-13 and 8-11.
+    ///
     /// With `FIDX` the index is an f32 too (MPI_2REAL; FLOAT must be set), compared as
     /// `ai < bi` in floating point, as the generic loop does.
     #[target_feature(enable = "avx2")]
