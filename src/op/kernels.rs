@@ -722,6 +722,46 @@ mod avx2 {
         }
     }
 
+    /// The value comparisons of `loc_takes_a` on f64 lanes: a's value better, b's value
+    /// better (both false if equal or a NaN), a is a NaN, b is a NaN; all-ones masks.
+    #[target_feature(enable = "avx2")]
+    fn loc_cmp_pd<const MAX: bool>(a: __m256d, b: __m256d) -> [__m256i; 4] {
+        let (gt, lt) = (
+            _mm256_cmp_pd::<_CMP_GT_OQ>(a, b),
+            _mm256_cmp_pd::<_CMP_LT_OQ>(a, b),
+        );
+        let (ab, bb) = if MAX { (gt, lt) } else { (lt, gt) };
+        let an = _mm256_cmp_pd::<_CMP_UNORD_Q>(a, a);
+        let bn = _mm256_cmp_pd::<_CMP_UNORD_Q>(b, b);
+        [ab, bb, an, bn].map(|m| _mm256_castpd_si256(m))
+    }
+
+    /// As [`loc_cmp_pd`], on f32 lanes.
+    #[target_feature(enable = "avx2")]
+    fn loc_cmp_ps<const MAX: bool>(a: __m256, b: __m256) -> [__m256i; 4] {
+        let (gt, lt) = (
+            _mm256_cmp_ps::<_CMP_GT_OQ>(a, b),
+            _mm256_cmp_ps::<_CMP_LT_OQ>(a, b),
+        );
+        let (ab, bb) = if MAX { (gt, lt) } else { (lt, gt) };
+        let an = _mm256_cmp_ps::<_CMP_UNORD_Q>(a, a);
+        let bn = _mm256_cmp_ps::<_CMP_UNORD_Q>(b, b);
+        [ab, bb, an, bn].map(|m| _mm256_castps_si256(m))
+    }
+
+    /// `loc_takes_a`'s decision from the masks of [`loc_cmp_pd`] (integer values: no
+    /// NaNs, `an` = `bn` = 0) and `il` (a's index smaller): a's value is better, or b's
+    /// is not and a's is a NaN against a number, or both or neither are NaNs and a's
+    /// index is smaller.
+    #[target_feature(enable = "avx2")]
+    fn loc_take([ab, bb, an, bn]: [__m256i; 4], il: __m256i) -> __m256i {
+        let tie = _mm256_or_si256(
+            _mm256_andnot_si256(bn, an),
+            _mm256_andnot_si256(_mm256_xor_si256(an, bn), il),
+        );
+        _mm256_or_si256(ab, _mm256_andnot_si256(bb, tie))
+    }
+
     /// MINLOC/MAXLOC on MPI_DOUBLE_INT (f64 at 0, i32 at 8, 4 padding bytes, extent
     /// 16), two pairs per 32-byte vector. The decision is `loc_takes_a`'s, computed
     /// in the value's 64-bit lane; the value and index dwords of the winning pairs of
@@ -743,30 +783,10 @@ mod avx2 {
                 let pb = inout.as_mut_ptr().add(i);
                 let b = _mm256_loadu_si256(pb.cast_const().cast());
                 let (av, bv) = (_mm256_castsi256_pd(a), _mm256_castsi256_pd(b));
-                // a's value better / b's value better (both false if equal or NaN)
-                let (ab, bb) = if MAX {
-                    (
-                        _mm256_cmp_pd::<_CMP_GT_OQ>(av, bv),
-                        _mm256_cmp_pd::<_CMP_LT_OQ>(av, bv),
-                    )
-                } else {
-                    (
-                        _mm256_cmp_pd::<_CMP_LT_OQ>(av, bv),
-                        _mm256_cmp_pd::<_CMP_GT_OQ>(av, bv),
-                    )
-                };
-                let an = _mm256_castpd_si256(_mm256_cmp_pd::<_CMP_UNORD_Q>(av, av));
-                let bn = _mm256_castpd_si256(_mm256_cmp_pd::<_CMP_UNORD_Q>(bv, bv));
-                let (ab, bb) = (_mm256_castpd_si256(ab), _mm256_castpd_si256(bb));
                 // ai < bi (signed i32) in the index's 64-bit lane, moved to the value's
                 let il = _mm256_cmpgt_epi64(_mm256_slli_epi64::<32>(b), _mm256_slli_epi64::<32>(a));
                 let il = _mm256_shuffle_epi32::<0b01_00_11_10>(il);
-                // a NaN value wins over a number; two NaNs or equal values: smaller index
-                let tie = _mm256_or_si256(
-                    _mm256_andnot_si256(bn, an),
-                    _mm256_andnot_si256(_mm256_xor_si256(an, bn), il),
-                );
-                let take = _mm256_or_si256(ab, _mm256_andnot_si256(bb, tie));
+                let take = loc_take(loc_cmp_pd::<MAX>(av, bv), il);
                 let take = _mm256_shuffle_epi32::<0b01_00_01_00>(take);
                 let r = _mm256_blendv_epi8(b, a, _mm256_and_si256(take, keep));
                 _mm256_storeu_si256(pb.cast(), r);
@@ -810,34 +830,18 @@ mod avx2 {
                     _mm256_cmpgt_epi32(b, a)
                 };
                 let il = _mm256_shuffle_epi32::<0b10_11_00_01>(il);
-                let take = if FLOAT {
-                    let (av, bv) = (_mm256_castsi256_ps(a), _mm256_castsi256_ps(b));
-                    // a's value better / b's value better (both false if equal or NaN)
-                    let (ab, bb) = if MAX {
-                        (
-                            _mm256_cmp_ps::<_CMP_GT_OQ>(av, bv),
-                            _mm256_cmp_ps::<_CMP_LT_OQ>(av, bv),
-                        )
-                    } else {
-                        (
-                            _mm256_cmp_ps::<_CMP_LT_OQ>(av, bv),
-                            _mm256_cmp_ps::<_CMP_GT_OQ>(av, bv),
-                        )
-                    };
-                    let an = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(av, av));
-                    let bn = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(bv, bv));
-                    let (ab, bb) = (_mm256_castps_si256(ab), _mm256_castps_si256(bb));
-                    // a NaN value wins over a number; two NaNs or equal values: smaller index
-                    let tie = _mm256_or_si256(
-                        _mm256_andnot_si256(bn, an),
-                        _mm256_andnot_si256(_mm256_xor_si256(an, bn), il),
-                    );
-                    _mm256_or_si256(ab, _mm256_andnot_si256(bb, tie))
+                let cmp = if FLOAT {
+                    loc_cmp_ps::<MAX>(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b))
                 } else {
                     let (gt, lt) = (_mm256_cmpgt_epi32(a, b), _mm256_cmpgt_epi32(b, a));
-                    let (better, worse) = if MAX { (gt, lt) } else { (lt, gt) };
-                    _mm256_or_si256(better, _mm256_andnot_si256(worse, il))
+                    let z = _mm256_setzero_si256();
+                    if MAX {
+                        [gt, lt, z, z]
+                    } else {
+                        [lt, gt, z, z]
+                    }
                 };
+                let take = loc_take(cmp, il);
                 let take = _mm256_shuffle_epi32::<0b10_10_00_00>(take);
                 _mm256_storeu_si256(pb.cast(), _mm256_blendv_epi8(b, a, take));
             }
@@ -867,27 +871,10 @@ mod avx2 {
                 let b = _mm256_loadu_pd(pb.cast_const().cast());
                 // ai < bi in the index qwords, moved to the value qwords
                 let il = _mm256_permute_pd::<0b0101>(_mm256_cmp_pd::<_CMP_LT_OQ>(a, b));
-                let (ab, bb) = if MAX {
-                    (
-                        _mm256_cmp_pd::<_CMP_GT_OQ>(a, b),
-                        _mm256_cmp_pd::<_CMP_LT_OQ>(a, b),
-                    )
-                } else {
-                    (
-                        _mm256_cmp_pd::<_CMP_LT_OQ>(a, b),
-                        _mm256_cmp_pd::<_CMP_GT_OQ>(a, b),
-                    )
-                };
-                let an = _mm256_cmp_pd::<_CMP_UNORD_Q>(a, a);
-                let bn = _mm256_cmp_pd::<_CMP_UNORD_Q>(b, b);
-                // a NaN value wins over a number; two NaNs or equal values: smaller index
-                let tie = _mm256_or_pd(
-                    _mm256_andnot_pd(bn, an),
-                    _mm256_andnot_pd(_mm256_xor_pd(an, bn), il),
-                );
-                let take = _mm256_or_pd(ab, _mm256_andnot_pd(bb, tie));
+                let take = loc_take(loc_cmp_pd::<MAX>(a, b), _mm256_castpd_si256(il));
                 // the value qword's decision for both qwords of the pair
-                let take = _mm256_castpd_si256(_mm256_permute_pd::<0b0000>(take));
+                let take = _mm256_permute_pd::<0b0000>(_mm256_castsi256_pd(take));
+                let take = _mm256_castpd_si256(take);
                 // (a byte blend and a plain store: written as a double blend, the
                 // compiler made it a masked store, microcoded on a Zen 3: 2.9 GB/s)
                 let (a, b) = (_mm256_castpd_si256(a), _mm256_castpd_si256(b));
@@ -919,11 +906,12 @@ mod avx2 {
                 let pb = inout.as_mut_ptr().add(i);
                 let b = _mm256_loadu_si256(pb.cast_const().cast());
                 let (gt, lt) = (_mm256_cmpgt_epi64(a, b), _mm256_cmpgt_epi64(b, a));
-                let (better, worse) = if MAX { (gt, lt) } else { (lt, gt) };
+                let z = _mm256_setzero_si256();
+                let cmp = if MAX { [gt, lt, z, z] } else { [lt, gt, z, z] };
                 // ai < bi (signed i32) in the index's dword (2 of each pair), copied to
                 // every dword of the pair
                 let il = _mm256_shuffle_epi32::<0b10_10_10_10>(_mm256_cmpgt_epi32(b, a));
-                let take = _mm256_or_si256(better, _mm256_andnot_si256(worse, il));
+                let take = loc_take(cmp, il);
                 // the decision, valid in the value's dwords, for the whole pair
                 let take = _mm256_shuffle_epi32::<0>(take);
                 let r = _mm256_blendv_epi8(b, a, _mm256_and_si256(take, keep));
