@@ -135,6 +135,11 @@ pub enum Kind {
     Scatter,
 }
 
+const MIB: usize = 1 << 20;
+
+/// Where the automatic choice leaves the direct path for the arena (see [`wanted`]).
+const BEYOND_CACHES: usize = 16 * MIB;
+
 /// `SHMPI_DIRECT_MIN`: overrides the smallest vector (bytes) that takes the direct path.
 fn min_bytes() -> Option<usize> {
     static MIN: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
@@ -149,22 +154,30 @@ fn min_bytes() -> Option<usize> {
 /// same answer at every member (it depends on the call, job-wide knobs and machine
 /// facts only). The size limits are where the direct path measured faster than the
 /// arena path at 2 ranks on 2 CPUs (bench/collbench.c, `SHMPI_DIRECT=0` against
-/// unset): MPI_Reduce_scatter(_block) from 512 KiB (1.2x at 512 KiB, 1.5x at 2-4 MiB,
-/// 1.05-1.15x at 16-64 MiB); MPI_Allreduce from 1 MiB up to 16 MiB (1.1-1.15x), while
-/// from 16 MiB on, where the vectors are far beyond the caches, the kernel's copies
-/// (which cannot stream past the cache) made it 5-15% slower; MPI_Reduce from 64 KiB
-/// up to 1 MiB (see [`Kind::Rooted`]).
+/// unset): MPI_Reduce_scatter(_block) from 512 KiB up to 16 MiB (on an AVX-512 EPYC
+/// 1.2x faster at 512 KiB, 1.5x at 2-4 MiB; on a Zen 3 EPYC 0.74-0.76x the arena's
+/// time at 2-8 MiB but 1.07x at 16 MiB, 1.19x at 32 MiB and 1.09x at 64 MiB);
+/// MPI_Allreduce from 1 MiB up to 16 MiB (1.1-1.15x); MPI_Reduce from 64 KiB up to
+/// 1 MiB (see [`Kind::Rooted`]). From 16 MiB on, where the vectors are far beyond the
+/// caches, the kernel's copies (which cannot stream past the cache) lose to the
+/// arena's, whose copies out of the arena stream (p2p/buf.rs `streaming`).
 pub fn wanted(kind: Kind, total: usize, n: usize) -> bool {
-    const MIB: usize = 1 << 20;
-    let forced = matches!(mode(), Mode::On | Mode::Require);
     let (lo, hi) = match kind {
         Kind::Arena => return false,
-        Kind::Rooted => (MIB / 16, if forced { usize::MAX } else { MIB }),
-        Kind::All => (MIB, if forced { usize::MAX } else { 16 * MIB }),
-        Kind::Scatter => (MIB / 2, usize::MAX),
+        Kind::Rooted => (MIB / 16, cap(MIB)),
+        Kind::All => (MIB, cap(BEYOND_CACHES)),
+        Kind::Scatter => (MIB / 2, cap(BEYOND_CACHES)),
     };
     let lo = min_bytes().unwrap_or(lo);
     n > 1 && (lo..hi).contains(&total) && member_count_ok(n)
+}
+
+/// The upper size limit `hi` of the automatic choice; none when the path is forced.
+fn cap(hi: usize) -> usize {
+    match mode() {
+        Mode::On | Mode::Require => usize::MAX,
+        Mode::Off | Mode::Auto => hi,
+    }
 }
 
 /// The member-count rule of the mode (see [`Mode`]).
@@ -334,15 +347,18 @@ fn refused(infos: &[Info]) -> MpiResult<()> {
 /// keeps the root's buffer unchanged until all are done (and tells everyone whether
 /// any copy failed). Through the arena the root writes every chunk into its slot, and
 /// the receivers then read lines another core holds modified; the root's own buffer is
-/// clean. Measured at 2 ranks on 2 CPUs
-/// against the arena path: 0.96x the time at 32 KiB, 0.63x at 64 KiB, 0.41x at 256 KiB,
-/// 0.33x at 2 MiB, 0.36x at 8 MiB, 0.45x at 16 MiB, 0.6x at 64 MiB (1.6x slower at
-/// 16 KiB). `Ok(false)`: nothing done, or only the first step, run the arena path.
+/// clean. Measured at 2 ranks on 2 CPUs against the arena path, on an AVX-512 EPYC:
+/// 0.96x the time at 32 KiB, 0.63x at 64 KiB, 0.41x at 256 KiB, 0.33x at 2 MiB, 0.36x
+/// at 8 MiB, 0.45x at 16 MiB, 0.6x at 64 MiB (1.6x slower at 16 KiB); on a Zen 3 EPYC
+/// 0.70-0.84x at 2-8 MiB but 1.05x at 16 MiB, 1.16x at 32 MiB and 1.28x at 64 MiB,
+/// where the arena's streaming copies win: the automatic choice stops at 16 MiB as for
+/// the reductions. `Ok(false)`: nothing done, or only the first step, run the arena
+/// path.
 pub async fn bcast(ch: &Chan<'_>, buf: &crate::p2p::UserBuf, root: usize) -> MpiResult<bool> {
     const KIB: usize = 1 << 10;
     let total = buf.len();
     let lo = min_bytes().unwrap_or(32 * KIB);
-    if !(ch.n > 1 && total >= lo && member_count_ok(ch.n)) {
+    if !(ch.n > 1 && (lo..cap(BEYOND_CACHES)).contains(&total) && member_count_ok(ch.n)) {
         return Ok(false);
     }
     let mine = Info {

@@ -51,6 +51,21 @@ impl Part {
             None => self.recv.read_at(off, dst),
         }
     }
+    /// Bytes `off..off + len` of the input, where they are.
+    fn input_slice(&self, off: usize, len: usize) -> &[u8] {
+        let whole = match &self.send {
+            Some(s) => s.as_slice(),
+            None => self.recv.as_slice(),
+        };
+        &whole[off..off + len]
+    }
+}
+
+/// Member `r`'s share of a chunk of `len` bytes among `k` contributors, in bytes, cut
+/// at whole elements of `e` bytes.
+fn byte_share(len: usize, e: usize, k: usize, r: usize) -> (usize, usize) {
+    let (a, b) = share(len / e, k, r);
+    (a * e, b * e)
 }
 
 /// Bytes of the accumulator folded at a time: small enough to stay in the first-level
@@ -212,8 +227,14 @@ pub async fn reduce_group(
             let start = t * chunk;
             (start, chunk.min(total - start))
         });
-        if let (Some((start, len)), Some(_)) = (cur, my_share) {
-            part.input(start, ch.slice_mut(ch.slot(ch.me, p), len));
+        if let (Some((start, len)), Some(r)) = (cur, my_share) {
+            // Only the other members' shares go through my slot: I fold my own share
+            // straight from my input (one copy less of an n-th of the vector; at 2
+            // members half the copying in).
+            let (a, b) = byte_share(len, e, k, r);
+            let slot = ch.slot(ch.me, p);
+            part.input(start, ch.slice_mut(slot, a));
+            part.input(start + b, ch.slice_mut(slot + b, len - b));
         }
         ch.step().await?;
         if let Some((start, len, pp)) = prev {
@@ -229,12 +250,18 @@ pub async fn reduce_group(
         }
         if let Some((start, len)) = cur {
             if let Some(r) = my_share {
-                let (a, b) = share(len / e, k, r);
+                let (a, b) = byte_share(len, e, k, r);
                 if b > a {
-                    let (a, b) = (a * e, b * e);
+                    let mine = part.input_slice(start + a, b - a);
                     with_sources(
                         contrib,
-                        |i| ch.slice(ch.slot(i, p) + a, b - a),
+                        |i| {
+                            if i == ch.me {
+                                mine
+                            } else {
+                                ch.slice(ch.slot(i, p) + a, b - a)
+                            }
+                        },
                         |srcs| fold(red, srcs, ch.slice_mut(ch.result(p) + a, b - a)),
                     )?;
                 }
