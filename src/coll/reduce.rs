@@ -162,7 +162,9 @@ pub async fn reduce_vector(
             &all
         }
     };
-    reduce_group(&ch, total, red, part, contrib).await
+    // Only MPI_Allreduce delivers a byte to more than one member.
+    let sole = kind != super::direct::Kind::All;
+    reduce_group(&ch, total, red, part, contrib, sole).await
 }
 
 /// The slices `f(i)` of the members in `contrib`, in order, handed to `g`: on the stack
@@ -188,12 +190,16 @@ fn with_sources<'s, R>(
 /// The reduction of the vectors of the channel members `contrib` (in canonical order);
 /// the contributors share the work, and every member whose `Part` names a range
 /// receives it. Every channel member calls this with the same `total` and `contrib`.
+/// `sole` (the same everywhere): no byte of the result goes to more than one member, so
+/// a contributor folds the part of its share that it receives itself straight into its
+/// receive buffer, not through the result buffer.
 pub async fn reduce_group(
     ch: &Chan<'_>,
     total: usize,
     red: &Reduction<'_>,
     part: &Part,
     contrib: &[usize],
+    sole: bool,
 ) -> MpiResult<()> {
     let e = red.extent.max(1);
     let k = contrib.len();
@@ -220,6 +226,22 @@ pub async fn reduce_group(
     }
     let nchunks = total.div_ceil(chunk);
     let nt = crate::p2p::buf::streaming(part.hi - part.lo);
+    // The bytes of chunk (start, len) I fold straight into my receive buffer: my share
+    // where I alone receive it, not in place (the output would overlap my input).
+    let direct = |start: usize, len: usize| -> (usize, usize) {
+        match my_share {
+            Some(r) if sole && part.send.is_some() => {
+                let (a, b) = byte_share(len, e, k, r);
+                let (x, y) = ((start + a).max(part.lo), (start + b).min(part.hi));
+                if y > x {
+                    (x, y)
+                } else {
+                    (0, 0)
+                }
+            }
+            _ => (0, 0),
+        }
+    };
     let mut prev: Option<(usize, usize, usize)> = None; // (chunk start, len, parity)
     for t in 0..=nchunks {
         let (_, p) = ch.next_step();
@@ -238,31 +260,53 @@ pub async fn reduce_group(
         }
         ch.step().await?;
         if let Some((start, len, pp)) = prev {
-            let lo = part.lo.max(start);
-            let hi = part.hi.min(start + len);
-            if hi > lo {
-                part.recv.write_at_nt(
-                    lo - part.lo,
-                    ch.slice(ch.result(pp) + (lo - start), hi - lo),
-                    nt,
-                );
+            // What I receive of the chunk, but for what I folded there myself.
+            let (lo, hi) = (part.lo.max(start), part.hi.min(start + len));
+            let (x, y) = match direct(start, len) {
+                (x, y) if y > x => (x, y),
+                _ => (lo, lo),
+            };
+            for (lo, hi) in [(lo, x), (y, hi)] {
+                if hi > lo {
+                    part.recv.write_at_nt(
+                        lo - part.lo,
+                        ch.slice(ch.result(pp) + (lo - start), hi - lo),
+                        nt,
+                    );
+                }
             }
         }
         if let Some((start, len)) = cur {
             if let Some(r) = my_share {
                 let (a, b) = byte_share(len, e, k, r);
-                if b > a {
-                    let mine = part.input_slice(start + a, b - a);
+                let (x, y) = direct(start, len);
+                // My share in up to three pieces (chunk offsets): before what I fold
+                // into my receive buffer, that, and after it.
+                let (x, y) = if y > x {
+                    (x - start, y - start)
+                } else {
+                    (b, b)
+                };
+                for (u, v) in [(a, x), (x, y), (y, b)] {
+                    if v <= u {
+                        continue;
+                    }
+                    let out = if u == x && v == y {
+                        &mut part.recv.as_mut_slice()[start + u - part.lo..start + v - part.lo]
+                    } else {
+                        ch.slice_mut(ch.result(p) + u, v - u)
+                    };
+                    let mine = part.input_slice(start + u, v - u);
                     with_sources(
                         contrib,
                         |i| {
                             if i == ch.me {
                                 mine
                             } else {
-                                ch.slice(ch.slot(i, p) + a, b - a)
+                                ch.slice(ch.slot(i, p) + u, v - u)
                             }
                         },
-                        |srcs| fold(red, srcs, ch.slice_mut(ch.result(p) + a, b - a)),
+                        |srcs| fold(red, srcs, out),
                     )?;
                 }
             }

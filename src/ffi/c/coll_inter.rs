@@ -115,6 +115,7 @@ pub fn reduce(
                             hi: total,
                         },
                         &contrib,
+                        false,
                     )
                     .await?;
                 }
@@ -147,6 +148,7 @@ pub fn reduce(
                             hi: 0,
                         },
                         &contrib,
+                        false,
                     )
                     .await?;
                 }
@@ -169,6 +171,7 @@ pub fn reduce(
                             hi: 0,
                         },
                         &contrib,
+                        false,
                     )
                     .await?;
                 }
@@ -219,7 +222,7 @@ fn both_ways(
                         hi,
                     }
                 };
-                reduce::reduce_group(&ch, total, &red, &part, contrib).await?;
+                reduce::reduce_group(&ch, total, &red, &part, contrib, false).await?;
             }
             st.finish()
         }),
