@@ -110,7 +110,7 @@ fn mode() -> Mode {
 
 /// CPUs online: the same number in every process of the machine, so every member makes
 /// the same choice from it.
-fn cpus_online() -> usize {
+pub(crate) fn cpus_online() -> usize {
     static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     // SAFETY: sysconf takes no pointers.
     *N.get_or_init(|| unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize)
