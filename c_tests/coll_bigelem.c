@@ -1,6 +1,6 @@
 /* Reductions whose datatype is larger than a channel slot: a user operation on a
  * contiguous type of E bytes (E given as argv[1]; the LIST runs it with a tiny
- * SHMPI_SEGMENT, and once with E beyond the default 256 KiB slot). No chunk of the
+ * SHMPI_SEGMENT, and once with E beyond the default 1 MiB slot). No chunk of the
  * pipeline holds a whole element, so the library takes its big-element path.
  *
  * Each element is a row of 2x2 integer matrices held in doubles (exact); the

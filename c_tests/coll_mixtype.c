@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
     MPI_Type_commit(&t2p);
     MPI_Type_contiguous(2, MPI_SHORT_INT, &t2s);
     MPI_Type_commit(&t2s);
-    long sizes[] = {1, 7, 700, 40000};
+    long sizes[] = {1, 7, 700, 150000};
     for (int si = 0; si < 4; si++) {
         long n = sizes[si], nd = 3 * n, ntot = nd * size;
         double *s = calloc(5 * n * size, 8), *o = calloc(5 * n * size, 8);

@@ -253,7 +253,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Op_create(user_dsum, 1, &op_dsum);
     MPI_Op_create(user_compose, 0, &op_compose);
-    size_t counts[] = {0, 1, 7, 1000, 40000};
+    size_t counts[] = {0, 1, 7, 1000, 150000};
     const char *quick = getenv("SHMPI_TEST_QUICK");
     int ncounts = quick ? 4 : 5;
     for (int k = 0; k < K_NKINDS; k++)

@@ -233,7 +233,8 @@ pub fn create_group(
     Ok(Some(make(parent, ctx as usize, group.ranks.clone())))
 }
 
-/// MPI_Comm_free: runs the attribute delete callbacks, releases the channel.
+/// MPI_Comm_free: runs the attribute delete callbacks and drops the handle; the channel
+/// goes with the last reference (see `Comm::freed`).
 pub fn free(h: i32) -> MpiResult<()> {
     if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
         return Err(err(
@@ -245,8 +246,7 @@ pub fn free(h: i32) -> MpiResult<()> {
     attr::delete_all(&c)?;
     super::unregister(h);
     super::spawn::forget(h);
-    let j = crate::runtime::job()?;
-    j.arena.release_channel(c.ctx);
+    c.freed.store(true, std::sync::atomic::Ordering::Relaxed);
     Ok(())
 }
 

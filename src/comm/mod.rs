@@ -63,6 +63,21 @@ pub struct Comm {
     pub local_is_a: bool,
     /// The process topology (intracommunicators only): copied by MPI_Comm_dup only.
     pub topo: RwLock<Option<Arc<topo::Topo>>>,
+    /// Set by MPI_Comm_free: the channel is released when the last reference goes,
+    /// after the operations still pending on the communicator (which hold references)
+    /// have completed, so that no new communicator gets its context id meanwhile.
+    pub freed: AtomicBool,
+}
+
+impl Drop for Comm {
+    fn drop(&mut self) {
+        if *self.freed.get_mut() {
+            // After MPI_Finalize the arena is gone with everything in it.
+            if let Ok(j) = crate::runtime::job() {
+                j.arena.release_channel(self.ctx);
+            }
+        }
+    }
 }
 
 impl Comm {
@@ -238,6 +253,7 @@ impl Comm {
             desc_has_flows: std::sync::atomic::AtomicBool::new(false),
             topo: RwLock::new(None),
             check_args: AtomicBool::new(true),
+            freed: AtomicBool::new(false),
         }
     }
 }
