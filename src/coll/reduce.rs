@@ -32,8 +32,26 @@ pub struct Reduction<'a> {
 /// Vectors up to this many bytes take the one-step path.
 pub const SMALL: usize = 16 << 10;
 
-/// The largest chunk of a reduction that delivers the whole vector to every member.
-const ALL_CHUNK: usize = 256 << 10;
+/// The chunk of a multi-chunk reduction whose members take turns on the CPUs.
+const SHARED_CPU_CHUNK: usize = 256 << 10;
+
+/// The pipeline's chunk (before rounding to whole elements) for a reduction of `total`
+/// bytes over `n` members with slots of `slot` bytes (the same at every member). A
+/// vector that fits in a slot goes in one chunk: one step fewer than pipelining it,
+/// which at 4 and 8 ranks on 2 CPUs measured 0.6-0.8x the time at 1 MiB. Longer ones
+/// take whole slots while every member has a CPU, and also at up to two members per CPU
+/// when each byte goes to one member (MPI_Reduce, the reduce-scatters: 0.8-0.95x the
+/// time of 256 KiB chunks at 4 ranks on 2 CPUs, 8-64 MiB). Otherwise 256 KiB: with
+/// more members per CPU, or when every member copies every chunk out (MPI_Allreduce),
+/// 1 MiB chunks took 1.05-1.3x the time of 256 KiB ones at 2-8 MiB.
+fn chunk_size(slot: usize, total: usize, n: usize, sole: bool) -> usize {
+    let cpus = super::direct::cpus_online();
+    if total <= slot || n <= cpus || (sole && n <= 2 * cpus) {
+        slot
+    } else {
+        slot.min(SHARED_CPU_CHUNK)
+    }
+}
 
 /// What one member contributes and receives.
 pub struct Part {
@@ -207,14 +225,7 @@ pub async fn reduce_group(
     let e = red.extent.max(1);
     let k = contrib.len();
     let my_share = contrib.iter().position(|&c| c == ch.me);
-    // Where every member copies every chunk out (MPI_Allreduce) and the members take
-    // turns on the CPUs, chunks of 256 KiB measured faster than of 1 MiB (at 4 and 8
-    // ranks on 2 CPUs 0.87-0.95x the time at 2-64 MiB; at 2 ranks 1.05-1.1x slower).
-    let chunk_bytes = if sole || ch.n <= super::direct::cpus_online() {
-        ch.slot_bytes
-    } else {
-        ch.slot_bytes.min(ALL_CHUNK)
-    };
+    let chunk_bytes = chunk_size(ch.slot_bytes, total, ch.n, sole);
     let chunk = (chunk_bytes / e) * e;
     if total > 0 && chunk == 0 {
         return Box::pin(reduce_big(ch, total, red, part, contrib)).await;

@@ -80,8 +80,8 @@ impl Layout {
         // 1 MiB up to 8 ranks: against 256 KiB, at 2, 4 and 8 ranks on 2 CPUs,
         // MPI_Bcast of 2-64 MiB took 0.6-0.9x the time, MPI_Reduce and
         // MPI_Reduce_scatter_block 0.8-0.95x at 16-64 MiB at 2 and 4 ranks (fewer
-        // steps, each a synchronisation; at 8 ranks runs disagreed, 0.8-1.1x); an
-        // oversubscribed MPI_Allreduce keeps 256 KiB chunks (coll/reduce.rs).
+        // steps, each a synchronisation; at 8 ranks runs disagreed, 0.8-1.1x); some
+        // oversubscribed reductions keep 256 KiB chunks (coll/reduce.rs `chunk_size`).
         let slot_bytes = env_usize("SHMPI_SEGMENT")
             .map(|v| round_up(v.max(min_slot), 64))
             .unwrap_or(if np <= 8 {
