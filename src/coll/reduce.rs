@@ -5,11 +5,14 @@
 //!   its slot; after the step each member that receives part of the result reduces just
 //!   that part, reading all slots in canonical order, straight into its receive buffer.
 //!   Cost: 1 synchronisation, 1 copy in, (n-1) x (bytes received) reduction reads.
-//! - Larger vectors: a pipeline over chunks of one slot. In step t every member deposits
-//!   chunk t, and after the step reduces its 1/n share of chunk t (canonical order) into
-//!   the result buffer and copies its part of chunk t-1 out of the result buffer.
-//!   Cost: chunks+1 synchronisations; per member 1 copy in, n x (chunk/n) reduction reads,
-//!   1 copy out of what it receives: each element is reduced once, by one member.
+//! - Larger vectors: a pipeline over chunks (of a slot, or smaller: `chunk_size`). In
+//!   step t every member deposits the other members' shares of chunk t in its slot, and
+//!   after the step reduces its own 1/n share of chunk t (canonical order; its own
+//!   operand straight from its input) into the result buffer, or straight into its
+//!   receive buffer where it alone receives those bytes, and copies its part of chunk
+//!   t-1 out of the result buffer. Cost: chunks+1 synchronisations; per member (n-1)/n
+//!   of a copy in, n x (chunk/n) reduction reads, at most 1 copy out of what it
+//!   receives: each element is reduced once, by one member.
 //!
 //! Order: for a commutative op the fold is `acc = x0; acc = x_k op acc` for k = 1..n-1,
 //! which for IEEE + and * gives the bits of the sequential left-to-right loop. For a
