@@ -71,11 +71,18 @@ pub fn unpack_into(p: *mut c_void, count: usize, t: &TypeInfo, data: &[u8]) -> M
     if data.is_empty() {
         return Ok(());
     }
-    let ty = lookup(t)?;
+    unpack_with(p, count, &lookup(t)?, data);
+    Ok(())
+}
+
+/// As [`unpack_into`], with the datatype object itself.
+fn unpack_with(p: *mut c_void, count: usize, ty: &crate::datatype::TypeRef, data: &[u8]) {
+    if data.is_empty() {
+        return;
+    }
     // SAFETY: the MPI caller guarantees room for `count` instances at `p`; `data` is at
     // most their packed size.
-    unsafe { crate::datatype::unpack(&ty, count, p as *mut u8, data, 0) };
-    Ok(())
+    unsafe { crate::datatype::unpack(ty, count, p as *mut u8, data, 0) };
 }
 
 /// What a send of `count` instances at `p` transmits.
@@ -109,9 +116,17 @@ pub fn recv_into(p: *mut c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiRe
 
 /// A staged output: buffer index, user address, count, type, and the basic pair type
 /// when the buffer holds its elements laid out as in memory (see
-/// [`Stage::spread_input`]).
+/// [`Stage::spread_input`]). The datatype object is the one the call named: the program
+/// may free its handle (and get it back for a new type) before a nonblocking
+/// collective completes.
 type Pair = &'static crate::datatype::predefined::Predef;
-type Unpacked = (usize, *mut c_void, usize, TypeInfo, Option<Pair>);
+type Unpacked = (
+    usize,
+    *mut c_void,
+    usize,
+    crate::datatype::TypeRef,
+    Option<Pair>,
+);
 
 /// Staging for collectives: packed copies of non-contiguous inputs, and staging buffers
 /// for non-contiguous outputs that are unpacked when the collective is done.
@@ -119,8 +134,15 @@ type Unpacked = (usize, *mut c_void, usize, TypeInfo, Option<Pair>);
 pub struct Stage {
     bufs: Vec<Vec<u8>>,
     unpacks: Vec<Unpacked>,
-    /// Output images (buffer index, user address, count, type) copied back at the end.
-    images: Vec<(usize, *mut c_void, usize, TypeInfo)>,
+    /// Output images (buffer index, user address, count, type, the type's object)
+    /// copied back at the end.
+    images: Vec<(
+        usize,
+        *mut c_void,
+        usize,
+        TypeInfo,
+        crate::datatype::TypeRef,
+    )>,
 }
 
 // SAFETY: the raw pointers are the MPI caller's buffers, which the standard keeps valid
@@ -160,12 +182,12 @@ impl Stage {
             return check::buffer(p, packed_len(t, count)?, arg);
         }
         check_base(p, count, t, arg)?;
-        lookup(t)?;
+        let ty = lookup(t)?;
         let mut v = vec![0u8; packed_len(t, count)?];
         // SAFETY: as in `input`.
         let b = unsafe { UserBuf::new(v.as_mut_ptr(), v.len()) };
         self.unpacks
-            .push((self.bufs.len(), p as *mut c_void, count, *t, None));
+            .push((self.bufs.len(), p as *mut c_void, count, ty, None));
         self.bufs.push(v);
         Ok(b)
     }
@@ -202,12 +224,12 @@ impl Stage {
         arg: &str,
     ) -> MpiResult<UserBuf> {
         check_base(p, count, t, arg)?;
-        lookup(t)?;
+        let ty = lookup(t)?;
         let mut v = vec![0u8; packed_len(t, count)? / pair.size * pair.extent];
         // SAFETY: as in `input`.
         let b = unsafe { UserBuf::new(v.as_mut_ptr(), v.len()) };
         self.unpacks
-            .push((self.bufs.len(), p, count, *t, Some(pair)));
+            .push((self.bufs.len(), p, count, ty, Some(pair)));
         self.bufs.push(v);
         Ok(b)
     }
@@ -262,7 +284,8 @@ impl Stage {
         let mut img = self.new_image(count, t)?;
         // SAFETY: kept in the stage for the collective's duration.
         let b = unsafe { UserBuf::new(img.as_mut_ptr(), img.len()) };
-        self.images.push((self.bufs.len(), p, count, *t));
+        self.images
+            .push((self.bufs.len(), p, count, *t, lookup(t)?));
         self.bufs.push(img);
         Ok(b)
     }
@@ -287,24 +310,23 @@ impl Stage {
 
     /// Unpacks every staged output into the user's buffers.
     pub fn finish(self) -> MpiResult<()> {
-        for (i, p, count, t, spread) in &self.unpacks {
+        for (i, p, count, ty, spread) in &self.unpacks {
             match spread {
-                None => unpack_into(*p, *count, t, &self.bufs[*i])?,
+                None => unpack_with(*p, *count, ty, &self.bufs[*i]),
                 Some(pair) => {
                     let b = &self.bufs[*i];
                     let packed = crate::op::gather_pairs(pair, b, b.len() / pair.extent)?;
-                    unpack_into(*p, *count, t, &packed)?
+                    unpack_with(*p, *count, ty, &packed)
                 }
             }
         }
-        for (i, p, count, t) in &self.images {
-            let ty = lookup(t)?;
+        for (i, p, count, t, ty) in &self.images {
             let mut packed = vec![0u8; packed_len(t, *count)?];
             if !packed.is_empty() {
                 // SAFETY: the image holds `count` instances laid out from the lower bound.
                 unsafe {
                     crate::datatype::pack(
-                        &ty,
+                        ty,
                         *count,
                         self.bufs[*i].as_ptr().wrapping_offset(-t.lb),
                         &mut packed,
@@ -312,7 +334,7 @@ impl Stage {
                     )
                 };
             }
-            unpack_into(*p, *count, t, &packed)?;
+            unpack_with(*p, *count, ty, &packed);
         }
         Ok(())
     }
