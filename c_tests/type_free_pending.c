@@ -3,8 +3,9 @@
  * datatypes are created at once (which may get the same handle values); only then are
  * the requests waited for. Covered: MPI_Iallreduce of a strided vector type with
  * MPI_SUM and with a user-defined operation, MPI_Ibcast and MPI_Igather of the same
- * type. Every result is compared with values computed here, and the gaps of the
- * strided type must stay untouched. */
+ * type; and a persistent MPI_Allreduce_init whose datatype and communicator are freed
+ * (and their handles taken by new ones) before its starts. Every result is compared
+ * with values computed here, and the gaps of the strided type must stay untouched. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,38 @@ int main(int argc, char **argv) {
             CHECK(bad < 0, "round %d: MPI_Igather after MPI_Type_free: double %d is %g", it, bad,
                   bad < 0 ? 0.0 : g[bad]);
         }
+    }
+    /* A persistent MPI_Allreduce_init keeps the datatype and the communicator it was
+     * created with: both are freed, new ones take their handles, and every start must
+     * still reduce with the original type over the original communicator. */
+    {
+        MPI_Comm pc, nc;
+        MPI_Datatype t, nt;
+        MPI_Comm_dup(MPI_COMM_WORLD, &pc);
+        MPI_Type_vector(n, 1, 2, MPI_DOUBLE, &t);
+        MPI_Type_commit(&t);
+        MPI_Request pq;
+        MPI_Allreduce_init(a, r1, 1, t, MPI_SUM, pc, MPI_INFO_NULL, &pq);
+        MPI_Type_free(&t);
+        MPI_Comm_free(&pc);
+        MPI_Type_contiguous(3, MPI_INT, &nt);
+        MPI_Type_commit(&nt);
+        MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &nc);
+        for (int k = 0; k < 3; k++) {
+            for (int i = 0; i < 2 * n; i++) r1[i] = -1;
+            MPI_Start(&pq);
+            MPI_Wait(&pq, MPI_STATUS_IGNORE);
+            int bad = -1;
+            for (int i = 0; i < 2 * n && bad < 0; i++) {
+                double want = (i % 2) ? -1 : (double)size * (size - 1) / 2 + (double)size * (i % 97);
+                if (r1[i] != want) bad = i;
+            }
+            CHECK(bad < 0, "start %d of a persistent MPI_Allreduce after its type and communicator were freed: double %d is %g",
+                  k, bad, bad < 0 ? 0.0 : r1[bad]);
+        }
+        MPI_Request_free(&pq);
+        MPI_Type_free(&nt);
+        MPI_Comm_free(&nc);
     }
     MPI_Op_free(&op);
     free(a);

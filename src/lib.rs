@@ -9,5 +9,6 @@ pub mod ffi;
 pub mod launch;
 pub mod op;
 pub mod p2p;
+pub mod pin;
 pub mod runtime;
 pub mod shm;

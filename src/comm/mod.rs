@@ -349,6 +349,9 @@ pub fn get(h: i32) -> MpiResult<Arc<Comm>> {
             return Ok(c.clone());
         }
     }
+    if let Some(c) = crate::pin::replayed_comm(h) {
+        return Ok(c);
+    }
     let t = TABLE.read().unwrap();
     let found = if h == MPI_COMM_WORLD {
         t.world.clone()
@@ -359,6 +362,9 @@ pub fn get(h: i32) -> MpiResult<Arc<Comm>> {
     } else {
         None
     };
+    if let Some(c) = &found {
+        crate::pin::record_comm(h, c);
+    }
     found.ok_or_else(|| {
         if h == MPI_COMM_NULL {
             err(MPI_ERR_COMM, "communicator is MPI_COMM_NULL")

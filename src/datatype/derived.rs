@@ -174,13 +174,19 @@ pub fn get(h: i32, arg: &str) -> MpiResult<TypeRef> {
             format!("{arg}={h:#010x} is not a valid datatype handle"),
         )
     };
+    if let Some(t) = crate::pin::replayed_type(h) {
+        return Ok(t);
+    }
     let idx = direct_index(h, OBJ_DATATYPE).ok_or_else(bad)?;
     if idx < FIRST_INDEX {
         return Err(bad());
     }
     let r = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
     match r.slots.get(idx) {
-        Some(Some(t)) => Ok(t.clone()),
+        Some(Some(t)) => {
+            crate::pin::record_type(h, t);
+            Ok(t.clone())
+        }
         Some(None) => Err(err(
             MPI_ERR_TYPE,
             format!("{arg}={h:#010x} is a freed datatype (MPI_Type_free)"),

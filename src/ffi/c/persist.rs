@@ -88,11 +88,18 @@ fn index(h: i32) -> Option<usize> {
 
 /// Creates a persistent collective request; `make` plans one run (validated once now:
 /// argument errors are reported by the _init call itself).
+/// The derived datatypes and communicators the first plan looked up stay what they were
+/// for every start, and alive while the request exists, whatever the program frees or
+/// creates meanwhile (crate::pin).
 pub fn create(name: &'static str, make: Box<dyn Fn() -> Plan + Send>) -> MpiResult<i32> {
-    drop(make()?);
+    let (plan, pins) = crate::pin::recording(&make);
+    drop(plan?);
+    let pins = Arc::new(pins);
     let make = Mutex::new(make);
-    let start: Starter =
-        Arc::new(move || super::coll::start_plan_id(name, (make.lock().unwrap())()));
+    let start: Starter = Arc::new(move || {
+        let plan = crate::pin::replaying(&pins, || (make.lock().unwrap())());
+        super::coll::start_plan_id(name, plan)
+    });
     insert(name, start, false)
 }
 

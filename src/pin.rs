@@ -1,0 +1,84 @@
+//! The objects a persistent collective request named when it was created.
+//!
+//! `MPI_Allreduce_init` and the other persistent collectives plan every MPI_Start from
+//! the call's arguments again. Their handles must keep meaning what they meant at the
+//! _init call: the program may free a datatype or a communicator while the request
+//! exists, and a new object may then get the same handle. So the _init call records
+//! every derived datatype and communicator it looks up ([`recording`]), the request
+//! keeps those objects alive, and each start looks them up in that record first
+//! ([`replaying`]).
+use crate::comm::Comm;
+use crate::datatype::TypeRef;
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// One looked-up object and its handle.
+pub enum Pinned {
+    Type(i32, TypeRef),
+    Comm(i32, Arc<Comm>),
+}
+
+thread_local! {
+    /// Lookups are being recorded (by an _init call).
+    static RECORD: RefCell<Option<Vec<Pinned>>> = const { RefCell::new(None) };
+    /// Lookups are answered from this record first (by a start).
+    static REPLAY: RefCell<Option<Arc<Vec<Pinned>>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, returning what it returned and the objects it looked up.
+pub fn recording<R>(f: impl FnOnce() -> R) -> (R, Vec<Pinned>) {
+    let outer = RECORD.with(|r| r.replace(Some(Vec::new())));
+    let out = f();
+    let pins = RECORD.with(|r| r.replace(outer)).unwrap_or_default();
+    (out, pins)
+}
+
+/// Runs `f` with the handles of `pins` meaning their recorded objects.
+pub fn replaying<R>(pins: &Arc<Vec<Pinned>>, f: impl FnOnce() -> R) -> R {
+    let outer = REPLAY.with(|r| r.replace(Some(pins.clone())));
+    let out = f();
+    REPLAY.with(|r| *r.borrow_mut() = outer);
+    out
+}
+
+/// The recorded datatype of handle `h`, during a replay.
+pub fn replayed_type(h: i32) -> Option<TypeRef> {
+    REPLAY.with(|r| {
+        r.borrow().as_ref().and_then(|p| {
+            p.iter().find_map(|x| match x {
+                Pinned::Type(k, t) if *k == h => Some(t.clone()),
+                _ => None,
+            })
+        })
+    })
+}
+
+/// The recorded communicator of handle `h`, during a replay.
+pub fn replayed_comm(h: i32) -> Option<Arc<Comm>> {
+    REPLAY.with(|r| {
+        r.borrow().as_ref().and_then(|p| {
+            p.iter().find_map(|x| match x {
+                Pinned::Comm(k, c) if *k == h => Some(c.clone()),
+                _ => None,
+            })
+        })
+    })
+}
+
+/// Notes a datatype lookup, while recording.
+pub fn record_type(h: i32, t: &TypeRef) {
+    RECORD.with(|r| {
+        if let Some(v) = r.borrow_mut().as_mut() {
+            v.push(Pinned::Type(h, t.clone()));
+        }
+    })
+}
+
+/// Notes a communicator lookup, while recording.
+pub fn record_comm(h: i32, c: &Arc<Comm>) {
+    RECORD.with(|r| {
+        if let Some(v) = r.borrow_mut().as_mut() {
+            v.push(Pinned::Comm(h, c.clone()));
+        }
+    })
+}
