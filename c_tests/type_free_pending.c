@@ -3,8 +3,8 @@
  * datatypes are created at once (which may get the same handle values); only then are
  * the requests waited for. Covered: MPI_Iallreduce of a strided vector type with
  * MPI_SUM and with a user-defined operation, MPI_Ibcast and MPI_Igather of the same
- * type; and a persistent MPI_Allreduce_init whose datatype and communicator are freed
- * (and their handles taken by new ones) before its starts. Every result is compared
+ * type; and persistent MPI_Allreduce_init requests whose datatype, communicator and
+ * user operation are freed (and their handles taken by new ones) before their starts. Every result is compared
  * with values computed here, and the gaps of the strided type must stay untouched. */
 #include <mpi.h>
 #include <stdio.h>
@@ -27,6 +27,14 @@ static int rank, size, failures;
  * (one element spans `span` doubles, every other one data), so it walks every other
  * double. It does not look at *dt: that handle was freed by the time it runs. */
 static long span;
+/* what a new operation on a freed one's handle does: anything else */
+static void user_zero(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)in;
+    (void)dt;
+    double *b = inout;
+    for (long e = 0; e < *len; e++)
+        for (long i = 0; i < span; i += 2) b[e * span + i] = 0;
+}
 static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
     (void)dt;
     const double *a = in;
@@ -113,26 +121,34 @@ int main(int argc, char **argv) {
         MPI_Comm_dup(MPI_COMM_WORLD, &pc);
         MPI_Type_vector(n, 1, 2, MPI_DOUBLE, &t);
         MPI_Type_commit(&t);
-        MPI_Request pq;
+        MPI_Request pq, pu;
+        MPI_Op pop, nop;
+        MPI_Op_create(user_sum, 1, &pop);
         MPI_Allreduce_init(a, r1, 1, t, MPI_SUM, pc, MPI_INFO_NULL, &pq);
+        MPI_Allreduce_init(a, r2, 1, t, pop, pc, MPI_INFO_NULL, &pu);
         MPI_Type_free(&t);
         MPI_Comm_free(&pc);
+        MPI_Op_free(&pop);
+        MPI_Op_create(user_zero, 1, &nop);
         MPI_Type_contiguous(3, MPI_INT, &nt);
         MPI_Type_commit(&nt);
         MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &nc);
         for (int k = 0; k < 3; k++) {
-            for (int i = 0; i < 2 * n; i++) r1[i] = -1;
-            MPI_Start(&pq);
-            MPI_Wait(&pq, MPI_STATUS_IGNORE);
+            for (int i = 0; i < 2 * n; i++) r1[i] = r2[i] = -1;
+            MPI_Request both[2] = {pq, pu};
+            MPI_Startall(2, both);
+            MPI_Waitall(2, both, MPI_STATUSES_IGNORE);
             int bad = -1;
             for (int i = 0; i < 2 * n && bad < 0; i++) {
                 double want = (i % 2) ? -1 : (double)size * (size - 1) / 2 + (double)size * (i % 97);
-                if (r1[i] != want) bad = i;
+                if (r1[i] != want || r2[i] != want) bad = i;
             }
-            CHECK(bad < 0, "start %d of a persistent MPI_Allreduce after its type and communicator were freed: double %d is %g",
-                  k, bad, bad < 0 ? 0.0 : r1[bad]);
+            CHECK(bad < 0, "start %d of persistent MPI_Allreduces after their type, communicator and op were freed: double %d is %g / %g",
+                  k, bad, bad < 0 ? 0.0 : r1[bad], bad < 0 ? 0.0 : r2[bad]);
         }
         MPI_Request_free(&pq);
+        MPI_Request_free(&pu);
+        MPI_Op_free(&nop);
         MPI_Type_free(&nt);
         MPI_Comm_free(&nc);
     }

@@ -2,13 +2,15 @@
 //!
 //! `MPI_Allreduce_init` and the other persistent collectives plan every MPI_Start from
 //! the call's arguments again. Their handles must keep meaning what they meant at the
-//! _init call: the program may free a datatype or a communicator while the request
-//! exists, and a new object may then get the same handle. So the _init call records
-//! every derived datatype and communicator it looks up ([`recording`]), the request
+//! _init call: the program may free a datatype, a communicator or an operation while
+//! the request exists, and a new object may then get the same handle. So the _init call
+//! records every derived datatype, communicator and user operation it looks up
+//! ([`recording`]), the request
 //! keeps those objects alive, and each start looks them up in that record first
 //! ([`replaying`]).
 use crate::comm::Comm;
 use crate::datatype::TypeRef;
+use crate::op::UserOp;
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -16,6 +18,7 @@ use std::sync::Arc;
 pub enum Pinned {
     Type(i32, TypeRef),
     Comm(i32, Arc<Comm>),
+    Op(i32, Arc<UserOp>),
 }
 
 thread_local! {
@@ -79,6 +82,27 @@ pub fn record_comm(h: i32, c: &Arc<Comm>) {
     RECORD.with(|r| {
         if let Some(v) = r.borrow_mut().as_mut() {
             v.push(Pinned::Comm(h, c.clone()));
+        }
+    })
+}
+
+/// The recorded user operation of handle `h`, during a replay.
+pub fn replayed_op(h: i32) -> Option<Arc<UserOp>> {
+    REPLAY.with(|r| {
+        r.borrow().as_ref().and_then(|p| {
+            p.iter().find_map(|x| match x {
+                Pinned::Op(k, o) if *k == h => Some(o.clone()),
+                _ => None,
+            })
+        })
+    })
+}
+
+/// Notes a user operation lookup, while recording.
+pub fn record_op(h: i32, o: &Arc<UserOp>) {
+    RECORD.with(|r| {
+        if let Some(v) = r.borrow_mut().as_mut() {
+            v.push(Pinned::Op(h, o.clone()));
         }
     })
 }

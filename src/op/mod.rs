@@ -382,11 +382,17 @@ pub fn resolve(h: i32) -> MpiResult<OpRef> {
     if h == MPI_OP_NULL {
         return Err(err(MPI_ERR_OP, "invalid op MPI_OP_NULL"));
     }
+    if let Some(u) = crate::pin::replayed_op(h) {
+        return Ok(OpRef::User(u));
+    }
     let idx = direct_index(h, OBJ_OP)
         .ok_or_else(|| err(MPI_ERR_OP, format!("invalid op handle {h:#010x}")))?;
     let t = USER_OPS.read().unwrap_or_else(|e| e.into_inner());
     match t.get(idx) {
-        Some(Some(u)) => Ok(OpRef::User(u.clone())),
+        Some(Some(u)) => {
+            crate::pin::record_op(h, u);
+            Ok(OpRef::User(u.clone()))
+        }
         Some(None) => Err(err(
             MPI_ERR_OP,
             format!("op {h:#010x} has been freed (MPI_Op_free)"),

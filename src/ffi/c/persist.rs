@@ -88,9 +88,9 @@ fn index(h: i32) -> Option<usize> {
 
 /// Creates a persistent collective request; `make` plans one run (validated once now:
 /// argument errors are reported by the _init call itself).
-/// The derived datatypes and communicators the first plan looked up stay what they were
-/// for every start, and alive while the request exists, whatever the program frees or
-/// creates meanwhile (crate::pin).
+/// The derived datatypes, communicators and user operations the first plan looked up
+/// stay what they were for every start, and alive while the request exists, whatever
+/// the program frees or creates meanwhile (crate::pin).
 pub fn create(name: &'static str, make: Box<dyn Fn() -> Plan + Send>) -> MpiResult<i32> {
     let (plan, pins) = crate::pin::recording(&make);
     drop(plan?);
