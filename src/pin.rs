@@ -44,65 +44,55 @@ pub fn replaying<R>(pins: &Arc<Vec<Pinned>>, f: impl FnOnce() -> R) -> R {
     out
 }
 
+/// What `pick` finds in the record, during a replay.
+fn replayed<T>(pick: impl Fn(&Pinned) -> Option<T>) -> Option<T> {
+    REPLAY.with(|r| r.borrow().as_ref().and_then(|p| p.iter().find_map(&pick)))
+}
+
+/// Notes a lookup, while recording.
+fn record(p: impl FnOnce() -> Pinned) {
+    RECORD.with(|r| {
+        if let Some(v) = r.borrow_mut().as_mut() {
+            v.push(p());
+        }
+    })
+}
+
 /// The recorded datatype of handle `h`, during a replay.
 pub fn replayed_type(h: i32) -> Option<TypeRef> {
-    REPLAY.with(|r| {
-        r.borrow().as_ref().and_then(|p| {
-            p.iter().find_map(|x| match x {
-                Pinned::Type(k, t) if *k == h => Some(t.clone()),
-                _ => None,
-            })
-        })
+    replayed(|x| match x {
+        Pinned::Type(k, t) if *k == h => Some(t.clone()),
+        _ => None,
     })
 }
 
 /// The recorded communicator of handle `h`, during a replay.
 pub fn replayed_comm(h: i32) -> Option<Arc<Comm>> {
-    REPLAY.with(|r| {
-        r.borrow().as_ref().and_then(|p| {
-            p.iter().find_map(|x| match x {
-                Pinned::Comm(k, c) if *k == h => Some(c.clone()),
-                _ => None,
-            })
-        })
-    })
-}
-
-/// Notes a datatype lookup, while recording.
-pub fn record_type(h: i32, t: &TypeRef) {
-    RECORD.with(|r| {
-        if let Some(v) = r.borrow_mut().as_mut() {
-            v.push(Pinned::Type(h, t.clone()));
-        }
-    })
-}
-
-/// Notes a communicator lookup, while recording.
-pub fn record_comm(h: i32, c: &Arc<Comm>) {
-    RECORD.with(|r| {
-        if let Some(v) = r.borrow_mut().as_mut() {
-            v.push(Pinned::Comm(h, c.clone()));
-        }
+    replayed(|x| match x {
+        Pinned::Comm(k, c) if *k == h => Some(c.clone()),
+        _ => None,
     })
 }
 
 /// The recorded user operation of handle `h`, during a replay.
 pub fn replayed_op(h: i32) -> Option<Arc<UserOp>> {
-    REPLAY.with(|r| {
-        r.borrow().as_ref().and_then(|p| {
-            p.iter().find_map(|x| match x {
-                Pinned::Op(k, o) if *k == h => Some(o.clone()),
-                _ => None,
-            })
-        })
+    replayed(|x| match x {
+        Pinned::Op(k, o) if *k == h => Some(o.clone()),
+        _ => None,
     })
+}
+
+/// Notes a datatype lookup, while recording.
+pub fn record_type(h: i32, t: &TypeRef) {
+    record(|| Pinned::Type(h, t.clone()))
+}
+
+/// Notes a communicator lookup, while recording.
+pub fn record_comm(h: i32, c: &Arc<Comm>) {
+    record(|| Pinned::Comm(h, c.clone()))
 }
 
 /// Notes a user operation lookup, while recording.
 pub fn record_op(h: i32, o: &Arc<UserOp>) {
-    RECORD.with(|r| {
-        if let Some(v) = r.borrow_mut().as_mut() {
-            v.push(Pinned::Op(h, o.clone()));
-        }
-    })
+    record(|| Pinned::Op(h, o.clone()))
 }
