@@ -309,12 +309,19 @@ fn channel_model(n: usize, steps: u64, weak: Weak) {
     let ctl = ChanCtl {
         base: 1024,
         stride: 128,
+        posts: 1 << 20,
     };
     let slot = |i: usize, p: usize| DATA + (2 * i + p) * 8;
     let result = move |i: usize, p: usize| DATA + 16 * n + (p * n + i) * 8;
     let mut words = Vec::new();
     for i in 0..n {
         words.push(ctl.counter(i));
+        words.push(ctl.tags_at(i));
+        // (desc_of reads a post entry when the tag is not the step's: only a stale tag,
+        // in the control with relaxed orderings, sends it there)
+        for s in 1..=steps {
+            words.extend((0..3).map(|k| ctl.post(i, s) + 8 * k));
+        }
         for p in 0..2 {
             words.extend((0..3).map(|k| ctl.desc_at(i, p) + 8 * k));
         }
@@ -333,7 +340,7 @@ fn channel_model(n: usize, steps: u64, weak: Weak) {
             let mut first = 0;
             m.wait_until(bells[me], || {
                 ctl.arrived_then(&*m, n, s, &mut first, |i| {
-                    let d = ctl.desc(&*m, i, p);
+                    let d = ctl.desc_of(&*m, i, s);
                     assert_eq!(d, [s, i as u64, 1000 + s], "desc {i} step {s}");
                 })
             });

@@ -2,17 +2,21 @@
 //! in its slot; after the step every other member copies it out. Cost: one
 //! synchronisation per chunk, two copies per receiver (root -> slot -> receiver).
 //! From 32 KiB, with no more members than CPUs, the data may instead go directly between
-//! the processes' buffers (coll/direct.rs).
+//! the processes' buffers (coll/direct.rs). Up to `POST_PAYLOAD` bytes it goes in one
+//! posted step, where the root does not wait for the others (coll/post.rs).
 use super::Chan;
 use crate::comm::Comm;
 use crate::error::MpiResult;
 use crate::p2p::UserBuf;
 
 pub async fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
-    let ch = Chan::new(comm)?;
-    if ch.n == 1 {
+    if comm.chan_members.len() == 1 {
         return Ok(());
     }
+    if buf.len() <= super::post::POST_PAYLOAD {
+        return super::post::bcast(&Chan::new(comm)?, &buf, root).await;
+    }
+    let ch = Chan::open(comm).await?;
     if super::direct::bcast(&ch, &buf, root).await? {
         return Ok(());
     }
@@ -40,7 +44,7 @@ pub async fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
 /// (MPI_PROC_NULL in the root's group) only take part in the steps. The root publishes
 /// the length first, since only it and the receivers know it.
 pub async fn bcast_inter(comm: &Comm, buf: UserBuf, root: usize, receive: bool) -> MpiResult<()> {
-    let ch = Chan::new(comm)?;
+    let ch = Chan::open(comm).await?;
     if ch.me == root {
         ch.put_args(&[buf.len() as u64]);
     }

@@ -49,7 +49,7 @@ async fn agree_max(ch: &Chan<'_>, mine: usize, vary: bool) -> MpiResult<usize> {
 /// Every member sends `send` (its own piece, or none); member `me` receives `recv[i]`
 /// from each member i (empty pieces receive nothing). `vary`: lengths may differ.
 pub async fn by_sender(comm: &Comm, send: Piece, recv: &[Piece], vary: bool) -> MpiResult<()> {
-    let ch = Chan::new(comm)?;
+    let ch = Chan::open(comm).await?;
     let chunk = ch.slot_bytes;
     let longest = if vary {
         agree_max(&ch, send.len, true).await?
@@ -86,7 +86,7 @@ pub async fn scatter(
     recv: Piece,
     vary: bool,
 ) -> MpiResult<()> {
-    let ch = Chan::new(comm)?;
+    let ch = Chan::open(comm).await?;
     let chunk = ch.slot_bytes;
     let mine = if ch.me == root {
         send.iter().map(|p| p.len).max().unwrap_or(0)
@@ -126,7 +126,7 @@ pub async fn scatter(
 /// Member `me` sends `send[j]` to each j and receives `recv[i]` from each i.
 /// `in_place`: `send[j]` and `recv[j]` are the same bytes (MPI_IN_PLACE).
 pub async fn alltoall(comm: &Comm, send: &[Piece], recv: &[Piece], vary: bool) -> MpiResult<()> {
-    let ch = Chan::new(comm)?;
+    let ch = Chan::open(comm).await?;
     let n = ch.n;
     // Sub-blocks tile the slot exactly (8-byte aligned); the arena guarantees at least
     // 64 bytes of slot per member.

@@ -17,6 +17,7 @@ pub mod bcast;
 pub mod direct;
 pub mod gather;
 pub mod nb;
+pub mod post;
 pub mod reduce;
 
 use crate::comm::Comm;
@@ -48,6 +49,41 @@ impl<'a> Chan<'a> {
             me: comm.chan_me,
             slot_bytes: job.arena.lay.slot_bytes,
         })
+    }
+
+    /// As [`Chan::new`], for a collective that takes ordinary steps: first waits, if
+    /// this member posted its last step without waiting (coll/post.rs), until every
+    /// member has arrived at that step, so that the buffers of the coming steps are
+    /// free again.
+    pub async fn open(comm: &'a Comm) -> MpiResult<Chan<'a>> {
+        let ch = Chan::new(comm)?;
+        let last = comm.step.load(Ordering::Relaxed);
+        if comm.synced.load(Ordering::Relaxed) < last {
+            ch.all_at(last).await;
+        }
+        Ok(ch)
+    }
+
+    /// Completes once every member's counter reached `s`; records it in `synced`.
+    async fn all_at(&self, s: u64) {
+        let (ctl, a, n) = (self.ctl(), &self.job.arena, self.n);
+        let mut first = 0;
+        std::future::poll_fn(|_| {
+            if ctl.arrived(a, n, s, &mut first) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+        self.synced(s);
+    }
+
+    /// Records that every member reached step `s`.
+    fn synced(&self, s: u64) {
+        if self.comm.synced.load(Ordering::Relaxed) < s {
+            self.comm.synced.store(s, Ordering::Relaxed);
+        }
     }
 
     /// The number of the step about to start (1-based) and its buffer parity.
@@ -97,13 +133,7 @@ impl<'a> Chan<'a> {
     async fn sync(&self, desc: Option<[u64; 3]>) -> MpiResult<bool> {
         let s = bump(&self.comm.step, Ordering::Relaxed) + 1;
         let a = &self.job.arena;
-        let check = desc.map(|_| Check {
-            p: (s % 2) as usize,
-            d0: [0; 3],
-            mask: u64::MAX,
-            flow: 0,
-            err: None,
-        });
+        let check = desc.map(|_| Check::new(s));
         self.ctl().arrive(a, self.me, s, desc);
         a.note_step(self.job.rank, s);
         notify_all(
@@ -112,13 +142,15 @@ impl<'a> Chan<'a> {
                 .filter(|&j| j != self.me)
                 .map(|j| self.comm.chan_members[j]),
         );
-        AllArrived {
+        let r = AllArrived {
             ch: self,
             s,
             first: 0,
             check,
         }
-        .await
+        .await;
+        self.synced(s);
+        r
     }
 
     /// The slow path of the pairwise check: every member publishes its flows in its
@@ -183,7 +215,7 @@ pub async fn barrier(comm: &Comm) -> MpiResult<()> {
     if comm.chan_members.len() == 1 {
         return Ok(());
     }
-    Chan::new(comm)?.step().await.map(|_| ())
+    Chan::open(comm).await?.step().await.map(|_| ())
 }
 
 /// The future of one step: ready once every member's counter reached `s`.
@@ -198,7 +230,8 @@ struct AllArrived<'a, 'b> {
 /// is read as soon as its counter shows it arrived (the same cache line, so the check
 /// costs no extra cache miss), and compared with member 0's.
 struct Check {
-    p: usize,
+    /// The step.
+    s: u64,
     d0: [u64; 3],
     /// Member 0's descriptor words compared raw (the flow sum of a data-movement
     /// collective is left out: it differs between members).
@@ -208,6 +241,16 @@ struct Check {
 }
 
 impl Check {
+    fn new(s: u64) -> Check {
+        Check {
+            s,
+            d0: [0; 3],
+            mask: u64::MAX,
+            flow: 0,
+            err: None,
+        }
+    }
+
     fn seen(&mut self, i: usize, d: [u64; 3]) {
         self.flow = self.flow.wrapping_add((d[1] >> 32) as u32);
         if i == 0 {
@@ -234,9 +277,9 @@ impl Future for AllArrived<'_, '_> {
         let this = &mut *self;
         let done = match &mut this.check {
             None => ctl.arrived(a, n, s, &mut this.first),
-            Some(c) => {
-                ctl.arrived_then(a, n, s, &mut this.first, |i| c.seen(i, ctl.desc(a, i, c.p)))
-            }
+            Some(c) => ctl.arrived_then(a, n, s, &mut this.first, |i| {
+                c.seen(i, ctl.desc_of(a, i, c.s))
+            }),
         };
         if !done {
             return Poll::Pending;

@@ -69,7 +69,7 @@ pub struct Part {
 }
 
 impl Part {
-    fn input(&self, off: usize, dst: &mut [u8]) {
+    pub(super) fn input(&self, off: usize, dst: &mut [u8]) {
         match &self.send {
             Some(s) => s.read_at(off, dst),
             None => self.recv.read_at(off, dst),
@@ -84,6 +84,17 @@ impl Part {
         &whole[off..off + len]
     }
 }
+
+/// 0, 1, 2, ...: the members of a channel of up to 256, in rank order.
+pub(super) static IOTA: [usize; 256] = {
+    let mut a = [0usize; 256];
+    let mut i = 0;
+    while i < 256 {
+        a[i] = i;
+        i += 1;
+    }
+    a
+};
 
 /// Member `r`'s share of a chunk of `len` bytes among `k` contributors, in bytes, cut
 /// at whole elements of `e` bytes.
@@ -145,7 +156,14 @@ pub async fn reduce_vector(
     part: &Part,
     kind: super::direct::Kind,
 ) -> MpiResult<()> {
-    let ch = Chan::new(comm)?;
+    if comm.chan_members.len() > 1
+        && kind == super::direct::Kind::Rooted
+        && total <= super::post::POST_PAYLOAD
+        && !comm.is_inter()
+    {
+        return super::post::reduce(&Chan::new(comm)?, total, red, part).await;
+    }
+    let ch = Chan::open(comm).await?;
     if ch.n == 1 {
         if let Some(s) = &part.send {
             if part.hi > part.lo {
@@ -169,15 +187,6 @@ pub async fn reduce_vector(
         return Ok(());
     }
     // every member contributes, in rank order (no allocation for up to 256 members)
-    static IOTA: [usize; 256] = {
-        let mut a = [0usize; 256];
-        let mut i = 0;
-        while i < 256 {
-            a[i] = i;
-            i += 1;
-        }
-        a
-    };
     let all: Vec<usize>;
     let contrib = match IOTA.get(..ch.n) {
         Some(s) => s,
@@ -193,7 +202,7 @@ pub async fn reduce_vector(
 
 /// The slices `f(i)` of the members in `contrib`, in order, handed to `g`: on the stack
 /// for up to 16 members (a collective's hot path makes no allocation), else in a vector.
-fn with_sources<'s, R>(
+pub(super) fn with_sources<'s, R>(
     contrib: &[usize],
     f: impl Fn(usize) -> &'s [u8],
     g: impl FnOnce(&[&'s [u8]]) -> R,
@@ -501,7 +510,7 @@ pub async fn scan(
     recv: UserBuf,
     exclusive: bool,
 ) -> MpiResult<()> {
-    let ch = Chan::new(comm)?;
+    let ch = Chan::open(comm).await?;
     let n = ch.n;
     let e = red.extent.max(1);
     if n == 1 {

@@ -66,7 +66,7 @@ async fn split_in_turn(
     parent.set_desc(crate::coll::agree::Desc::kind(
         crate::coll::agree::KIND_COMM_CTOR,
     ));
-    let ch = Chan::new(parent)?;
+    let ch = Chan::open(parent).await?;
     let n = ch.n;
     ch.put_args(&[color as u32 as u64, key as u32 as u64]);
     if n > 1 {

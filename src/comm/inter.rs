@@ -149,7 +149,7 @@ pub fn merge(inter: &Arc<Comm>, high: bool) -> MpiResult<Arc<Comm>> {
     })?;
     let t = crate::coll::ticket(inter);
     let _turn = crate::coll::block_on(crate::coll::turn(inter, t));
-    let ch = Chan::new(inter)?;
+    let ch = crate::coll::block_on(Chan::open(inter))?;
     ch.put_args(&[high as u64]);
     crate::coll::block_on(ch.step())?;
     let local_high = ch.peer_args(inter.chan_of_local(0), 0) != 0;
@@ -211,7 +211,7 @@ async fn split_in_turn(
 ) -> MpiResult<Option<Arc<Comm>>> {
     let remote = inter.remote.as_ref().unwrap();
     let _turn = crate::coll::turn(inter, t).await;
-    let ch = Chan::new(inter)?;
+    let ch = Chan::open(inter).await?;
     ch.put_args(&[color as u32 as u64, key as u32 as u64]);
     ch.step().await?;
     let arg = |i: usize, k: usize| ch.peer_args(i, k) as u32 as i32;

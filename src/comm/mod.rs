@@ -30,8 +30,9 @@ pub struct Comm {
     pub from_world: Vec<i32>,
     pub errhandler: AtomicI32,
     pub name: Mutex<String>,
-    /// Collective phase counter: this rank's next value for its channel counter.
-    pub phase: AtomicU64,
+    /// The last step at which this member saw every member's channel counter: every
+    /// member has finished reading the steps before it (coll/post.rs).
+    pub synced: AtomicU64,
     /// Which of the channel's double buffers the next collective step uses.
     pub step: AtomicU64,
     /// Attributes: (keyval, value).
@@ -242,7 +243,7 @@ impl Comm {
             from_world,
             errhandler: AtomicI32::new(MPI_ERRORS_ARE_FATAL),
             name: Mutex::new(name.to_string()),
-            phase: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
             step: AtomicU64::new(0),
             attrs: Mutex::new(Vec::new()),
             coll_ticket: AtomicU64::new(0),

@@ -11,7 +11,8 @@
 //! | rings    | per ordered pair (src, dst): SPSC ring of message frames       |
 //! | pipes    | per ordered pair: a two-segment bulk pipe for large messages  |
 //! | channels | NCHAN collective channels, each with per-member counters,     |
-//! |          | double-buffered per-member slots and a double-buffered result  |
+//! |          | per-member post rings (coll/post.rs), double-buffered         |
+//! |          | per-member slots and a double-buffered result                 |
 //!
 //! This module, the ffi layer and the SIMD kernels are the only homes of `unsafe`.
 pub mod peer;
@@ -24,7 +25,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 pub const CACHE_LINE: usize = 64;
-const MAGIC: u64 = 0x7368_6d70_6931_0002; // "shmpi1" + version
+const MAGIC: u64 = 0x7368_6d70_6931_0003; // "shmpi1" + version
 
 /// Sizes of the arena's regions for a job of `n` process slots (the universe: the
 /// ranks mpiexec starts plus room for MPI_Comm_spawn), tuned for `np` started ranks.
@@ -97,7 +98,11 @@ impl Layout {
         let pipes_off = round_up(rings_off + n * n * (RING_HDR + ring_bytes), 4096);
         let chans_off = round_up(pipes_off + n * n * (PIPE_HDR + 2 * pipe_seg), 4096);
         let chan_bytes = round_up(
-            CHAN_CTRL + n * CHAN_MEMBER + 2 * n * slot_bytes + 2 * slot_bytes,
+            CHAN_CTRL
+                + n * CHAN_MEMBER
+                + n * proto::POST_RING
+                + 2 * n * slot_bytes
+                + 2 * slot_bytes,
             4096,
         );
         let total = chans_off + NCHAN * chan_bytes;
@@ -133,6 +138,7 @@ impl Layout {
         proto::ChanCtl {
             base: self.chan(c) + CHAN_CTRL,
             stride: CHAN_MEMBER,
+            posts: self.chan(c) + CHAN_CTRL + self.n * CHAN_MEMBER,
         }
     }
     /// Offset of member `i`'s counter line in channel `c`.
@@ -145,11 +151,15 @@ impl Layout {
     }
     /// Offset of member `i`'s data slot `parity` in channel `c`.
     pub fn chan_slot(&self, c: usize, i: usize, parity: usize) -> usize {
-        self.chan(c) + CHAN_CTRL + self.n * CHAN_MEMBER + (2 * i + parity) * self.slot_bytes
+        self.chan_data(c) + (2 * i + parity) * self.slot_bytes
     }
     /// Offset of channel `c`'s result buffer `parity`.
     pub fn chan_result(&self, c: usize, parity: usize) -> usize {
-        self.chan(c) + CHAN_CTRL + self.n * CHAN_MEMBER + (2 * self.n + parity) * self.slot_bytes
+        self.chan_data(c) + (2 * self.n + parity) * self.slot_bytes
+    }
+    /// Offset of channel `c`'s slots (after the members' control lines and post rings).
+    fn chan_data(&self, c: usize) -> usize {
+        self.chan(c) + CHAN_CTRL + self.n * (CHAN_MEMBER + proto::POST_RING)
     }
 }
 
@@ -408,8 +418,9 @@ impl Arena {
         self.set_call(r, "");
         self.u32_at(self.lay.rank_block(r) + R_CALL_ACTIVE)
             .store(0, Ordering::Relaxed);
-        self.u64_at(self.lay.chan_counter(1 + r, 0))
-            .store(0, Ordering::Relaxed);
+        let ctl = self.lay.chan_ctl(1 + r);
+        self.u64_at(ctl.counter(0)).store(0, Ordering::Relaxed);
+        self.u64_at(ctl.tags_at(0)).store(0, Ordering::Relaxed);
         self.u32_at(self.lay.rank_block(r) + R_SLEEPING)
             .store(0, Ordering::Relaxed);
         std::sync::atomic::fence(Ordering::Release);
@@ -505,9 +516,10 @@ impl Arena {
         // Reset: refcount, then every member counter.
         let base = self.lay.chan(c);
         self.u64_at(base).store(members as u64, Ordering::Relaxed);
+        let ctl = self.lay.chan_ctl(c);
         for i in 0..self.lay.n {
-            self.u64_at(self.lay.chan_counter(c, i))
-                .store(0, Ordering::Relaxed);
+            self.u64_at(ctl.counter(i)).store(0, Ordering::Relaxed);
+            self.u64_at(ctl.tags_at(i)).store(0, Ordering::Relaxed);
         }
         std::sync::atomic::fence(Ordering::Release);
         Some(c)

@@ -242,14 +242,38 @@ impl Ring {
 /// Words of one member's agreement descriptor (coll/agree.rs) per parity.
 pub const DESC_WORDS: usize = 3;
 
+/// Entries in each member's post ring: how many steps a member that only posts (the
+/// root of a small MPI_Bcast, the others of a small MPI_Reduce) may run ahead of the
+/// slowest member (coll/post.rs).
+pub const POST_K: u64 = 32;
+/// Bytes of one post entry: a header (the descriptor of its step) and the payload.
+pub const POST_ENTRY: usize = 256;
+pub const POST_HDR: usize = 32;
+pub const POST_PAYLOAD: usize = POST_ENTRY - POST_HDR;
+/// Bytes of one member's post ring.
+pub const POST_RING: usize = POST_K as usize * POST_ENTRY;
+
 /// The control words of one collective channel: member `i`'s step counter at
-/// `counter(i)`, followed in the same cache line by its descriptors of parity 0 and 1.
+/// `counter(i)`, followed in the same cache line by its descriptors of parity 0 and 1
+/// and the tags word (the low 32 bits of the step each of those descriptors belongs to),
+/// and member `i`'s post ring at `post(i, s)`.
+///
+/// Posted steps (coll/post.rs): a member may also arrive at step `s` without waiting
+/// for the others, putting its descriptor (and data) in entry `s % POST_K` of its post
+/// ring instead of its counter line; it writes that entry only once it saw every
+/// counter at `s - POST_K + 1` or beyond (everyone finished reading the entry's previous
+/// use), and before its next ordinary step it waits for every counter to reach its last
+/// step (so the double-buffering rule above holds again). A member's descriptor for
+/// step `s` is therefore in its counter line if the tag of parity `s % 2` says `s`, and
+/// in its post entry otherwise ([`ChanCtl::desc_of`]).
 #[derive(Clone, Copy, Debug)]
 pub struct ChanCtl {
     /// Offset of member 0's counter.
     pub base: usize,
     /// Distance between two members' counters.
     pub stride: usize,
+    /// Offset of member 0's post ring (member `i`'s is `POST_RING` bytes further each).
+    pub posts: usize,
 }
 
 impl ChanCtl {
@@ -259,6 +283,14 @@ impl ChanCtl {
     /// Offset of member `i`'s descriptor of parity `p`.
     pub fn desc_at(&self, i: usize, p: usize) -> usize {
         self.counter(i) + 8 + p * 8 * DESC_WORDS
+    }
+    /// Offset of member `i`'s tags word (after its two descriptors).
+    pub fn tags_at(&self, i: usize) -> usize {
+        self.counter(i) + 8 + 2 * 8 * DESC_WORDS
+    }
+    /// Offset of member `i`'s post entry for step `s` (header, then payload).
+    pub fn post(&self, i: usize, s: u64) -> usize {
+        self.posts + i * POST_RING + (s % POST_K) as usize * POST_ENTRY
     }
 
     /// Member `me` arrives at step `s` (1, 2, ...): publishes `desc` (if any) for parity
@@ -273,12 +305,48 @@ impl ChanCtl {
         desc: Option<[u64; DESC_WORDS]>,
     ) {
         if let Some(d) = desc {
-            let at = self.desc_at(me, (s % 2) as usize);
+            let p = (s % 2) as usize;
+            let at = self.desc_at(me, p);
             for (k, w) in d.iter().enumerate() {
                 sh.w64(at + 8 * k).store(*w, Ordering::Relaxed);
             }
+            // Only this member writes its tags word.
+            let tags = sh.w64(self.tags_at(me));
+            let shift = 32 * p;
+            let t = tags.load(Ordering::Relaxed) & !(0xffff_ffff << shift);
+            tags.store(t | ((s as u32 as u64) << shift), Ordering::Relaxed);
         }
         sh.w64(self.counter(me)).store(s, Ordering::Release);
+    }
+
+    /// Member `me` arrives at step `s` without waiting, with `desc` in its post entry
+    /// for `s` (where the caller put its payload too). Only once every counter reached
+    /// `s - POST_K + 1`.
+    pub fn arrive_posted<S: Shared + ?Sized>(
+        &self,
+        sh: &S,
+        me: usize,
+        s: u64,
+        desc: [u64; DESC_WORDS],
+    ) {
+        let at = self.post(me, s);
+        for (k, w) in desc.iter().enumerate() {
+            sh.w64(at + 8 * k).store(*w, Ordering::Relaxed);
+        }
+        sh.w64(self.counter(me)).store(s, Ordering::Release);
+    }
+
+    /// Member `i`'s descriptor for step `s`, once its counter was seen at `s` or beyond
+    /// (and before this member arrives at `s + 1`): from its counter line if it arrived
+    /// at `s` in an ordinary step, else from its post entry.
+    pub fn desc_of<S: Shared + ?Sized>(&self, sh: &S, i: usize, s: u64) -> [u64; DESC_WORDS] {
+        let p = (s % 2) as usize;
+        let tag = (sh.w64(self.tags_at(i)).load(Ordering::Relaxed) >> (32 * p)) as u32;
+        if tag == s as u32 {
+            return self.desc(sh, i, p);
+        }
+        let at = self.post(i, s);
+        std::array::from_fn(|k| sh.w64(at + 8 * k).load(Ordering::Relaxed))
     }
 
     /// Advances `first` past the members (of `n`) whose counter reached `s`; true once
@@ -473,6 +541,7 @@ mod tests {
         let ctl = ChanCtl {
             base: 1024,
             stride: 128,
+            posts: 8192,
         };
         let slot = |i: usize, p: usize| 4096 + (2 * i + p) * 64;
         let bell = |i: usize| Bell {

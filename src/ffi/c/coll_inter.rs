@@ -93,7 +93,7 @@ pub fn reduce(
         c.clone(),
         Box::pin(async move {
             let c = &cc;
-            let ch = Chan::new(c)?;
+            let ch = Chan::open(c).await?;
             let root_chan = super::coll_move::find_root(&ch, is_root).await?;
             ch.put_args(&[mine as u64]);
             ch.step().await?;
@@ -198,7 +198,7 @@ fn both_ways(
         c.clone(),
         Box::pin(async move {
             let c = &cc;
-            let ch = Chan::new(c)?;
+            let ch = Chan::open(c).await?;
             let (a, b): (Vec<usize>, Vec<usize>) = if c.local_is_a {
                 (local_chans(c), remote_chans(c))
             } else {

@@ -231,7 +231,7 @@ fn bcast_plan(buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, com
         return Ok((
             c,
             Box::pin(async move {
-                let ch = Chan::new(&cc)?;
+                let ch = Chan::open(&cc).await?;
                 let root_chan = find_root(&ch, is_root).await?;
                 if let Role::Peer(r) = r {
                     if cc.chan_of_remote(r) != root_chan {
@@ -664,7 +664,7 @@ fn scatter_like(
         return Ok((
             c.clone(),
             Box::pin(async move {
-                let ch = Chan::new(&cc)?;
+                let ch = Chan::open(&cc).await?;
                 let root_chan = find_root(&ch, is_root).await?;
                 gather::scatter(&cc, root_chan, &sv, rv, true).await?;
                 st.finish()
