@@ -146,6 +146,29 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// Disagreeing counts in a small MPI_Bcast (argv[1] "bcast": the root passes 1, the
+/// others 2) or MPI_Reduce ("reduce": the root passes 1), whose senders return without
+/// waiting (coll/post.rs): a receiver sees it and stops the job.
+const POSTED_PROG: &str = r#"
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char **argv) {
+    int rank, v[2] = {7, 8}, w[2];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (argc > 1 && strcmp(argv[1], "bcast") == 0)
+        MPI_Bcast(v, rank == 0 ? 1 : 2, MPI_INT, 0, MPI_COMM_WORLD);
+    else
+        MPI_Reduce(v, w, rank == 0 ? 1 : 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    fprintf(stderr, "rank %d: survived a disagreement\n", rank);
+    MPI_Finalize();
+    return 0;
+}
+"#;
+
 /// Compiles `src` once per test binary run into a scratch directory; returns the path.
 fn build(name: &str, src: &str) -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
@@ -527,6 +550,42 @@ fn fatal_error_stops_the_job_with_one_clear_line() {
     assert_eq!(lines.len(), 2, "{stderr}");
     assert!(secs < 3.0, "took {secs:.2}s");
     assert_nothing_left(&[], None, &shm_before);
+}
+
+#[test]
+fn disagreement_in_a_posted_collective_stops_the_job() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = build("posted", POSTED_PROG);
+    for (what, name) in [("bcast", "MPI_Bcast:"), ("reduce", "MPI_Reduce:")] {
+        let shm_before = shm_entries();
+        let t = Instant::now();
+        let out = spawn(3, &exe, &[what], &["--timeout", "30"])
+            .wait_with_output()
+            .unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+        let fatal: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("shmpi: fatal error:"))
+            .collect();
+        assert!(!fatal.is_empty(), "{what}: {stderr}");
+        for want in [
+            name,
+            "count=1 MPI_INT",
+            "count=2 MPI_INT",
+            "[MPI_ERR_COUNT, rank",
+        ] {
+            assert!(
+                fatal[0].contains(want),
+                "{what}: '{want}' missing from '{}'",
+                fatal[0]
+            );
+        }
+        assert!(!stderr.contains("survived"), "{what}: {stderr}");
+        assert!(secs < 3.0, "{what}: took {secs:.2}s");
+        assert_nothing_left(&[], None, &shm_before);
+    }
 }
 
 fn early_late(how: &str, np: Option<usize>) -> (Option<i32>, String, String) {
