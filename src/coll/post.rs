@@ -18,7 +18,7 @@
 //! the job with it), or with the check off. Otherwise every member waits for every
 //! other, and every member reports a disagreement, as in an ordinary step.
 use super::reduce::{fold, with_sources, Part, Reduction};
-use super::{bump, AllArrived, Chan, Check};
+use super::{bump, Chan, Check};
 use crate::error::MpiResult;
 use crate::p2p::UserBuf;
 use crate::shm::proto::{POST_HDR, POST_K};
@@ -108,37 +108,45 @@ impl Chan<'_> {
         match wait {
             Wait::Nobody => {}
             Wait::One(r) => {
-                let counter = a.u64_at(ctl.counter(r));
-                std::future::poll_fn(|_| {
-                    if counter.load(Ordering::Acquire) >= s {
-                        Poll::Ready(())
-                    } else {
-                        Poll::Pending
-                    }
+                let theirs = std::future::poll_fn(|_| match ctl.arrived_posted(a, r, s) {
+                    Some(d) => Poll::Ready(d),
+                    None => Poll::Pending,
                 })
                 .await;
-                if let Some(d) = desc {
-                    let theirs = ctl.desc_of(a, r, s);
-                    if theirs != d {
-                        let size_of = |h: i32| crate::datatype::info(h).map_or(0, |x| x.0);
-                        use super::agree::{unpack, Desc};
-                        if let Some(e) =
-                            Desc::disagreement(r, unpack(theirs), self.me, unpack(d), size_of)
-                        {
-                            return Err(e);
-                        }
+                if let Some(d) = desc.filter(|&d| d != theirs) {
+                    let size_of = |h: i32| crate::datatype::info(h).map_or(0, |x| x.0);
+                    use super::agree::{unpack, Desc};
+                    if let Some(e) =
+                        Desc::disagreement(r, unpack(theirs), self.me, unpack(d), size_of)
+                    {
+                        return Err(e);
                     }
                 }
             }
             Wait::All => {
-                AllArrived {
-                    ch: self,
-                    s,
-                    first: 0,
-                    check: desc.map(|_| Check::new(s)),
-                }
-                .await?;
+                // As an ordinary step's wait (every descriptor compared with member 0's
+                // as soon as its member is seen), looking at the post entries first.
+                let mut check = desc.map(|_| Check::new(s));
+                let mut first = 0;
+                std::future::poll_fn(|_| {
+                    while first < self.n {
+                        match ctl.arrived_posted(a, first, s) {
+                            Some(d) => {
+                                if let Some(c) = check.as_mut() {
+                                    c.seen(first, d);
+                                }
+                                first += 1;
+                            }
+                            None => return Poll::Pending,
+                        }
+                    }
+                    Poll::Ready(())
+                })
+                .await;
                 self.synced(s);
+                if let Some(e) = check.and_then(|c| c.err) {
+                    return Err(e);
+                }
             }
         }
         Ok(s)

@@ -520,6 +520,10 @@ impl Arena {
         for i in 0..self.lay.n {
             self.u64_at(ctl.counter(i)).store(0, Ordering::Relaxed);
             self.u64_at(ctl.tags_at(i)).store(0, Ordering::Relaxed);
+            for s in 0..proto::POST_K {
+                self.u64_at(ctl.post(i, s) + proto::POST_STEP)
+                    .store(0, Ordering::Relaxed);
+            }
         }
         std::sync::atomic::fence(Ordering::Release);
         Some(c)

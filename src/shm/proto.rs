@@ -249,6 +249,9 @@ pub const POST_K: u64 = 32;
 /// Bytes of one post entry: a header (the descriptor of its step) and the payload.
 pub const POST_ENTRY: usize = 256;
 pub const POST_HDR: usize = 32;
+/// Offset in a post entry's header of the step it was written for (after the
+/// descriptor); reset to 0 with the channel.
+pub const POST_STEP: usize = 8 * DESC_WORDS;
 pub const POST_PAYLOAD: usize = POST_ENTRY - POST_HDR;
 /// Bytes of one member's post ring.
 pub const POST_RING: usize = POST_K as usize * POST_ENTRY;
@@ -333,7 +336,30 @@ impl ChanCtl {
         for (k, w) in desc.iter().enumerate() {
             sh.w64(at + 8 * k).store(*w, Ordering::Relaxed);
         }
+        sh.w64(at + POST_STEP).store(s, Ordering::Release);
         sh.w64(self.counter(me)).store(s, Ordering::Release);
+    }
+
+    /// Whether member `i` arrived at step `s`, and if it did, its descriptor: a
+    /// receiver of a posted step looks at the sender's post entry first (one cache line
+    /// holds the step, the descriptor and a small payload), then at its counter (a member
+    /// that disagrees may have arrived in an ordinary step).
+    pub fn arrived_posted<S: Shared + ?Sized>(
+        &self,
+        sh: &S,
+        i: usize,
+        s: u64,
+    ) -> Option<[u64; DESC_WORDS]> {
+        let at = self.post(i, s);
+        if sh.w64(at + POST_STEP).load(Ordering::Acquire) == s {
+            return Some(std::array::from_fn(|k| {
+                sh.w64(at + 8 * k).load(Ordering::Relaxed)
+            }));
+        }
+        if sh.w64(self.counter(i)).load(Ordering::Acquire) >= s {
+            return Some(self.desc_of(sh, i, s));
+        }
+        None
     }
 
     /// Member `i`'s descriptor for step `s`, once its counter was seen at `s` or beyond
