@@ -4,7 +4,8 @@
  *
  * - senders 100 calls ahead of a sleeping receiver (so they wait for room in the
  *   32-entry ring), and long runs of posted calls
- *   with roots, sizes (0-224 bytes), ops and datatypes changing from call to call;
+ *   with roots, sizes (0-1040 bytes: posted up to 992 at 8 ranks or fewer), ops and
+ *   datatypes changing from call to call;
  * - ordinary collectives in between (MPI_Allreduce, MPI_Barrier, a large MPI_Bcast and
  *   MPI_Reduce, MPI_Gather), which must first let every rank reach the last posted call;
  * - ranks delayed at random, so that the senders are really ahead;
@@ -69,9 +70,9 @@ static void one_call(MPI_Comm comm, int call, int big_every) {
     MPI_Comm_size(comm, &n);
     unsigned long long h = mix((unsigned)call);
     int root = (int)(h % (unsigned)n);
-    int count = (int)((h >> 8) % 57); /* 0..56 ints: 0..224 bytes */
+    int count = (int)((h >> 8) % 261); /* 0..260 ints: both sides of the 992-byte limit */
     int kind = (int)((h >> 16) % 8);
-    int buf[64], res[64], exp[64];
+    int buf[264], res[264], exp[264];
     maybe_sleep(call);
     if (big_every && call % big_every == big_every - 1) {
         /* An ordinary collective in between. */
@@ -152,7 +153,7 @@ static void one_call(MPI_Comm comm, int call, int big_every) {
         break;
     }
     case 4: { /* non-commutative user op on 2x2 matrices: canonical order */
-        int m = count / 4; /* up to 14 matrices */
+        int m = count / 4; /* up to 65 matrices */
         for (int i = 0; i < 4 * m; i++) buf[i] = value(call, me, i) % 5;
         for (int k = 0; k < m; k++) {
             /* exp = M_0 * M_1 * ... * M_{n-1} */
@@ -199,7 +200,7 @@ static void one_call(MPI_Comm comm, int call, int big_every) {
         break;
     }
     default: { /* MPI_Bcast of doubles from a persistent request, started twice */
-        double d[28];
+        double d[132];
         MPI_Request rq;
         int c = count / 2;
         MPI_Bcast_init(d, c, MPI_DOUBLE, root, comm, MPI_INFO_NULL, &rq);

@@ -2,9 +2,9 @@
 //! `cargo test --release --test loom` (part of `make test`, about a minute).
 //!
 //! The functions checked are the library's own (`Ring::push`/`pop_all`, `ChanCtl::arrive`
-//! /`arrived`/`desc`, `sleep_unless`, `ring_doorbells`), instantiated on a loom memory:
-//! loom atomics for the control words, loom cells (one per 8-byte word) for the data
-//! bytes, and a futex built from a loom mutex and condition variable whose wait has no
+//! /`arrived`/`desc_of`/`room`/`arrive_posted`/`arrived_posted`, `sleep_unless`,
+//! `ring_doorbells`), instantiated on a loom memory: loom atomics for the control words,
+//! loom cells (one per 8-byte word) for the data bytes, and a futex built from a loom mutex and condition variable whose wait has no
 //! timeout. Loom runs every interleaving of the threads (up to a preemption bound) and
 //! every value a weak-memory load may return, and fails on a data race on a cell (a read
 //! or write not ordered by happens-before with a conflicting write), on a wrong value
@@ -20,12 +20,19 @@
 //!   the doorbell) reading each member's descriptor as soon as it is seen to arrive,
 //!   read every slot of the step, write their share of the result buffer of that
 //!   parity, and read the whole result of the previous step.
+//! - `posted`: two members with post rings of 2 entries take an ordinary step, posted
+//!   steps in which one sends (its payload in its post entry) and returns at once while
+//!   the other waits for the entry and reads it (`ChanCtl::room`, `arrive_posted`,
+//!   `arrived_posted`, `desc_of`), and an ordinary step again, after waiting for every
+//!   member to reach the last posted step (coll/post.rs, `Chan::open`).
 //! - `doorbell`: a waiter waits for three successive values published by another thread.
 //!
 //! And controls that must fail, to show that the models can: the ring and the channel
 //! with their release/acquire orderings weakened to relaxed (loom reports the data race
-//! on the frame or slot bytes, or a stale value fails an assertion), and all three
-//! without the doorbell fences (loom reports the lost wake-up as a deadlock).
+//! on the frame or slot bytes, or a stale value fails an assertion), all three without
+//! the doorbell fences (loom reports the lost wake-up as a deadlock), and the posted
+//! steps without the room check or without the wait before the ordinary step (a race on
+//! a payload or slot cell, or an overwritten descriptor).
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU32, AtomicU64};
 use loom::sync::{Arc, Condvar, Mutex};
@@ -310,6 +317,8 @@ fn channel_model(n: usize, steps: u64, weak: Weak) {
         base: 1024,
         stride: 128,
         posts: 1 << 20,
+        post_entry: 64,
+        post_k: 32,
     };
     let slot = |i: usize, p: usize| DATA + (2 * i + p) * 8;
     let result = move |i: usize, p: usize| DATA + 16 * n + (p * n + i) * 8;
@@ -380,6 +389,114 @@ fn channel_3x2() {
     model(2, || channel_model(3, 2, Weak::No));
 }
 
+// ---------------------------------------------------------------- posted steps
+
+/// What a posted-steps control model leaves out.
+#[derive(Clone, Copy, PartialEq)]
+enum Posted {
+    /// Nothing: the library's protocol.
+    Whole,
+    /// The room check before writing a post entry (coll/post.rs `room`).
+    NoRoom,
+    /// The wait for every member before an ordinary step (coll/mod.rs `Chan::open`).
+    NoDrain,
+}
+
+/// Two members, post rings of 2 entries: an ordinary step 1 (both write their slot of
+/// parity 1 and read the other's), `posted` (odd) posted steps in which member 0 sends
+/// (its payload in its post entry, as the root of a small MPI_Bcast) and returns at once
+/// while member 1 waits for each entry and reads it, then an ordinary step whose slots
+/// are those of step 1 again. Every member writes its post entry (descriptor, step) in
+/// each posted step, once `room` allows it; before the last step each waits for every
+/// counter to reach the last posted step. With 3 posted steps the third reuses the
+/// first's entry; with 1, only the wait before the ordinary step keeps member 0 from
+/// overwriting the slot member 1 reads in step 1.
+fn posted_model(posted: u64, leave_out: Posted) {
+    let k = 2;
+    let ctl = ChanCtl {
+        base: 1024,
+        stride: 128,
+        posts: 2048,
+        post_entry: 64,
+        post_k: k,
+    };
+    // Data cells: the slots of parity 1, then each member's payload cells (one per entry).
+    let slot = |i: usize| DATA + 8 * i;
+    let payload = move |s: u64| DATA + 16 + 8 * (s % k) as usize;
+    let mut words = Vec::new();
+    for i in 0..2 {
+        words.push(ctl.counter(i));
+        words.push(ctl.tags_at(i));
+        for p in 0..2 {
+            words.extend((0..3).map(|w| ctl.desc_at(i, p) + 8 * w));
+        }
+        for e in 0..k {
+            words.extend((0..4).map(|w| ctl.post(i, e) + 8 * w));
+        }
+    }
+    let m = Arc::new(Mem::new(&words, &[bell(0), bell(1)], 32, Weak::No));
+    let member = move |m: Arc<Mem>, me: usize| {
+        let other = [bell(1 - me)];
+        let ordinary = |s: u64| {
+            m.put_u64(slot(me), 100 * s + me as u64);
+            ctl.arrive(&*m, me, s, Some([s, me as u64, 9]));
+            m.wake(&other);
+            let mut first = 0;
+            m.wait_until(bell(me), || {
+                ctl.arrived_then(&*m, 2, s, &mut first, |i| {
+                    assert_eq!(
+                        ctl.desc_of(&*m, i, s),
+                        [s, i as u64, 9],
+                        "desc {i} step {s}"
+                    );
+                })
+            });
+            let them = 1 - me;
+            assert_eq!(
+                m.get_u64(slot(them)),
+                100 * s + them as u64,
+                "slot step {s}"
+            );
+        };
+        ordinary(1);
+        let last = 1 + posted;
+        for s in 2..=last {
+            if leave_out != Posted::NoRoom && s > k {
+                m.wait_until(bell(me), || ctl.room(&*m, 2, s).is_some());
+            }
+            if me == 0 {
+                m.put_u64(payload(s), 10 * s);
+            }
+            ctl.arrive_posted(&*m, me, s, [s, me as u64, 7]);
+            m.wake(&other);
+            if me == 1 {
+                let mut d = None;
+                m.wait_until(bell(me), || {
+                    d = ctl.arrived_posted(&*m, 0, s);
+                    d.is_some()
+                });
+                assert_eq!(d, Some([s, 0, 7]), "posted desc step {s}");
+                assert_eq!(m.get_u64(payload(s)), 10 * s, "payload step {s}");
+            }
+        }
+        if leave_out != Posted::NoDrain {
+            let mut first = 0;
+            m.wait_until(bell(me), || ctl.arrived(&*m, 2, last, &mut first));
+        }
+        ordinary(last + 1);
+    };
+    let m2 = m.clone();
+    let t = loom::thread::spawn(move || member(m2, 1));
+    member(m, 0);
+    t.join().unwrap();
+}
+
+#[test]
+fn posted() {
+    model(2, || posted_model(3, Posted::Whole));
+    model(3, || posted_model(1, Posted::Whole));
+}
+
 // ---------------------------------------------------------------- doorbell
 
 fn doorbell_model(weak: Weak) {
@@ -416,6 +533,12 @@ const CONTROLS: &[(&str, &str)] = &[
     // (a stale descriptor or slot value, or the race on the slot itself)
     ("control_channel_relaxed", "Causality violation|desc|slot"),
     ("control_channel_no_fences", "deadlock"),
+    // (the race on a payload or slot cell, or the stale value read)
+    (
+        "control_posted_no_room",
+        "Causality violation|payload|posted desc",
+    ),
+    ("control_posted_no_drain", "Causality violation|slot"),
     ("control_doorbell_no_fences", "deadlock"),
 ];
 
@@ -467,4 +590,16 @@ fn control_channel_no_fences() {
 #[ignore = "a control: must fail (run by controls_fail)"]
 fn control_doorbell_no_fences() {
     model(3, || doorbell_model(Weak::Fences));
+}
+
+#[test]
+#[ignore = "a control: must fail (run by controls_fail)"]
+fn control_posted_no_room() {
+    model(2, || posted_model(3, Posted::NoRoom));
+}
+
+#[test]
+#[ignore = "a control: must fail (run by controls_fail)"]
+fn control_posted_no_drain() {
+    model(3, || posted_model(1, Posted::NoDrain));
 }

@@ -2,7 +2,7 @@
 //! in its slot; after the step every other member copies it out. Cost: one
 //! synchronisation per chunk, two copies per receiver (root -> slot -> receiver).
 //! From 32 KiB, with no more members than CPUs, the data may instead go directly between
-//! the processes' buffers (coll/direct.rs). Up to `POST_PAYLOAD` bytes it goes in one
+//! the processes' buffers (coll/direct.rs). Up to `Chan::post_payload` bytes it goes in one
 //! posted step, where the root does not wait for the others (coll/post.rs).
 use super::Chan;
 use crate::comm::Comm;
@@ -13,8 +13,9 @@ pub async fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
     if comm.chan_members.len() == 1 {
         return Ok(());
     }
-    if buf.len() <= super::post::POST_PAYLOAD {
-        return super::post::bcast(&Chan::new(comm)?, &buf, root).await;
+    let ch = Chan::new(comm)?;
+    if buf.len() <= ch.post_payload() {
+        return super::post::bcast(&ch, &buf, root).await;
     }
     let ch = Chan::open(comm).await?;
     if super::direct::bcast(&ch, &buf, root).await? {

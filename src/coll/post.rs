@@ -1,4 +1,5 @@
-//! Small MPI_Bcast and MPI_Reduce (at most `POST_PAYLOAD` bytes) in one *posted* step.
+//! Small MPI_Bcast and MPI_Reduce (at most [`Chan::post_payload`] bytes: 992 up to 8
+//! ranks, 224 beyond) in one *posted* step.
 //!
 //! Algorithm: every member puts its descriptor, and the data it sends (the root of
 //! MPI_Bcast its vector, every member of MPI_Reduce its input), in its post entry for
@@ -26,8 +27,6 @@ use crate::shm::wait::notify_all;
 use std::sync::atomic::Ordering;
 use std::task::Poll;
 
-pub use crate::shm::proto::POST_PAYLOAD;
-
 /// Whom a member waits for in a posted step.
 #[derive(Clone, Copy)]
 enum Wait {
@@ -52,24 +51,23 @@ fn may_run_ahead(ch: &Chan<'_>, checked: bool) -> bool {
 }
 
 impl Chan<'_> {
+    /// The most bytes a posted step carries.
+    pub fn post_payload(&self) -> usize {
+        self.job.arena.lay.post_entry - POST_HDR
+    }
+
     /// Offset of member `i`'s payload for step `s`.
     fn payload(&self, i: usize, s: u64) -> usize {
         self.ctl().post(i, s) + POST_HDR
     }
 
-    /// Waits until every counter reached `s`, and records the lowest it saw.
-    async fn all_past(&self, s: u64) {
+    /// Waits until this member may write its post entry for step `s`, and records the
+    /// lowest counter it saw.
+    async fn room(&self, s: u64) {
         let (ctl, a, n) = (self.ctl(), &self.job.arena, self.n);
-        let low = std::future::poll_fn(|_| {
-            let low = (0..n)
-                .map(|i| a.u64_at(ctl.counter(i)).load(Ordering::Acquire))
-                .min()
-                .unwrap_or(s);
-            if low >= s {
-                Poll::Ready(low)
-            } else {
-                Poll::Pending
-            }
+        let low = std::future::poll_fn(|_| match ctl.room(a, n, s) {
+            Some(low) => Poll::Ready(low),
+            None => Poll::Pending,
         })
         .await;
         self.synced(low);
@@ -83,12 +81,12 @@ impl Chan<'_> {
         // The entry's previous use, step s - POST_K, must be read by everyone: every
         // member has arrived at the step after it.
         if s > POST_K && self.comm.synced.load(Ordering::Relaxed) < s + 1 - POST_K {
-            self.all_past(s + 1 - POST_K).await;
+            self.room(s).await;
         }
         let desc = pending
             .as_ref()
             .map(|d| super::agree::pack(d.desc.encode()));
-        fill(self.slice_mut(self.payload(self.me, s), POST_PAYLOAD));
+        fill(self.slice_mut(self.payload(self.me, s), self.post_payload()));
         bump(&self.comm.step, Ordering::Relaxed);
         let a = &self.job.arena;
         let ctl = self.ctl();
@@ -153,7 +151,7 @@ impl Chan<'_> {
     }
 }
 
-/// MPI_Bcast of `buf` (at most `POST_PAYLOAD` bytes) from channel member `root`.
+/// MPI_Bcast of `buf` (at most `post_payload()` bytes) from channel member `root`.
 pub async fn bcast(ch: &Chan<'_>, buf: &UserBuf, root: usize) -> MpiResult<()> {
     let total = buf.len();
     let is_root = ch.me == root;
@@ -174,7 +172,7 @@ pub async fn bcast(ch: &Chan<'_>, buf: &UserBuf, root: usize) -> MpiResult<()> {
     Ok(())
 }
 
-/// MPI_Reduce of `total` bytes (at most `POST_PAYLOAD`): the member whose `part`
+/// MPI_Reduce of `total` bytes (at most `post_payload()`): the member whose `part`
 /// receives the vector is the root.
 pub async fn reduce(
     ch: &Chan<'_>,

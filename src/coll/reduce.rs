@@ -156,12 +156,11 @@ pub async fn reduce_vector(
     part: &Part,
     kind: super::direct::Kind,
 ) -> MpiResult<()> {
-    if comm.chan_members.len() > 1
-        && kind == super::direct::Kind::Rooted
-        && total <= super::post::POST_PAYLOAD
-        && !comm.is_inter()
-    {
-        return super::post::reduce(&Chan::new(comm)?, total, red, part).await;
+    if comm.chan_members.len() > 1 && kind == super::direct::Kind::Rooted && !comm.is_inter() {
+        let ch = Chan::new(comm)?;
+        if total <= ch.post_payload() {
+            return super::post::reduce(&ch, total, red, part).await;
+        }
     }
     let ch = Chan::open(comm).await?;
     if ch.n == 1 {

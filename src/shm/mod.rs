@@ -37,6 +37,8 @@ pub struct Layout {
     pub pipe_seg: usize,
     pub nchan: usize,
     pub slot_bytes: usize,
+    /// Bytes of one entry of a member's post ring (coll/post.rs).
+    pub post_entry: usize,
     pub ranks_off: usize,
     pub rings_off: usize,
     pub pipes_off: usize,
@@ -93,6 +95,9 @@ impl Layout {
                 16 << 10
             })
             .max(min_slot);
+        // Posted steps carry up to 992 bytes up to 8 ranks (32 KiB of post ring per
+        // member and channel), 224 beyond.
+        let post_entry = if np <= 8 { 1024 } else { 256 };
         let ranks_off = SPAWN_OFF + SPAWN_BYTES;
         let rings_off = round_up(ranks_off + n * RANK_BLOCK, 4096);
         let pipes_off = round_up(rings_off + n * n * (RING_HDR + ring_bytes), 4096);
@@ -100,7 +105,7 @@ impl Layout {
         let chan_bytes = round_up(
             CHAN_CTRL
                 + n * CHAN_MEMBER
-                + n * proto::POST_RING
+                + n * proto::POST_K as usize * post_entry
                 + 2 * n * slot_bytes
                 + 2 * slot_bytes,
             4096,
@@ -113,6 +118,7 @@ impl Layout {
             pipe_seg,
             nchan: NCHAN,
             slot_bytes,
+            post_entry,
             ranks_off,
             rings_off,
             pipes_off,
@@ -139,6 +145,8 @@ impl Layout {
             base: self.chan(c) + CHAN_CTRL,
             stride: CHAN_MEMBER,
             posts: self.chan(c) + CHAN_CTRL + self.n * CHAN_MEMBER,
+            post_entry: self.post_entry,
+            post_k: proto::POST_K,
         }
     }
     /// Offset of member `i`'s counter line in channel `c`.
@@ -159,7 +167,7 @@ impl Layout {
     }
     /// Offset of channel `c`'s slots (after the members' control lines and post rings).
     fn chan_data(&self, c: usize) -> usize {
-        self.chan(c) + CHAN_CTRL + self.n * (CHAN_MEMBER + proto::POST_RING)
+        self.chan(c) + CHAN_CTRL + self.n * (CHAN_MEMBER + proto::POST_K as usize * self.post_entry)
     }
 }
 

@@ -246,15 +246,12 @@ pub const DESC_WORDS: usize = 3;
 /// root of a small MPI_Bcast, the others of a small MPI_Reduce) may run ahead of the
 /// slowest member (coll/post.rs).
 pub const POST_K: u64 = 32;
-/// Bytes of one post entry: a header (the descriptor of its step) and the payload.
-pub const POST_ENTRY: usize = 256;
+/// Bytes of a post entry's header (the descriptor of its step and the step); the
+/// payload follows, up to the end of the entry (`ChanCtl::post_entry` bytes).
 pub const POST_HDR: usize = 32;
 /// Offset in a post entry's header of the step it was written for (after the
 /// descriptor); reset to 0 with the channel.
 pub const POST_STEP: usize = 8 * DESC_WORDS;
-pub const POST_PAYLOAD: usize = POST_ENTRY - POST_HDR;
-/// Bytes of one member's post ring.
-pub const POST_RING: usize = POST_K as usize * POST_ENTRY;
 
 /// The control words of one collective channel: member `i`'s step counter at
 /// `counter(i)`, followed in the same cache line by its descriptors of parity 0 and 1
@@ -275,8 +272,12 @@ pub struct ChanCtl {
     pub base: usize,
     /// Distance between two members' counters.
     pub stride: usize,
-    /// Offset of member 0's post ring (member `i`'s is `POST_RING` bytes further each).
+    /// Offset of member 0's post ring (member `i`'s is `POST_K` entries further each).
     pub posts: usize,
+    /// Bytes of one post entry (a multiple of 64).
+    pub post_entry: usize,
+    /// Entries in a member's post ring (`POST_K` in the library).
+    pub post_k: u64,
 }
 
 impl ChanCtl {
@@ -293,7 +294,7 @@ impl ChanCtl {
     }
     /// Offset of member `i`'s post entry for step `s` (header, then payload).
     pub fn post(&self, i: usize, s: u64) -> usize {
-        self.posts + i * POST_RING + (s % POST_K) as usize * POST_ENTRY
+        self.posts + (i * self.post_k as usize + (s % self.post_k) as usize) * self.post_entry
     }
 
     /// Member `me` arrives at step `s` (1, 2, ...): publishes `desc` (if any) for parity
@@ -322,9 +323,20 @@ impl ChanCtl {
         sh.w64(self.counter(me)).store(s, Ordering::Release);
     }
 
+    /// Whether a member may write its post entry for step `s` (its previous use, step
+    /// `s - post_k`, is read by everyone: every counter of the `n` reached
+    /// `s + 1 - post_k`). Returns the lowest counter seen if it may.
+    pub fn room<S: Shared + ?Sized>(&self, sh: &S, n: usize, s: u64) -> Option<u64> {
+        let low = (0..n)
+            .map(|i| sh.w64(self.counter(i)).load(Ordering::Acquire))
+            .min()
+            .unwrap_or(s);
+        (s <= self.post_k || low + self.post_k > s).then_some(low)
+    }
+
     /// Member `me` arrives at step `s` without waiting, with `desc` in its post entry
-    /// for `s` (where the caller put its payload too). Only once every counter reached
-    /// `s - POST_K + 1`.
+    /// for `s` (where the caller put its payload too). Only once [`ChanCtl::room`]
+    /// allowed it.
     pub fn arrive_posted<S: Shared + ?Sized>(
         &self,
         sh: &S,
@@ -568,6 +580,8 @@ mod tests {
             base: 1024,
             stride: 128,
             posts: 8192,
+            post_entry: 64,
+            post_k: 2,
         };
         let slot = |i: usize, p: usize| 4096 + (2 * i + p) * 64;
         let bell = |i: usize| Bell {
