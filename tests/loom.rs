@@ -4,8 +4,8 @@
 //! The functions checked are the library's own (`Ring::push`/`pop_all`, `ChanCtl::arrive`
 //! /`arrived`/`desc_of`/`room`/`arrive_posted`/`arrived_posted`, `sleep_unless`,
 //! `ring_doorbells`), instantiated on a loom memory: loom atomics for the control words,
-//! loom cells (one per 8-byte word) for the data bytes, and a futex built from a loom mutex and condition variable whose wait has no
-//! timeout. Loom runs every interleaving of the threads (up to a preemption bound) and
+//! loom cells (one per 8-byte word) for the data bytes, and a futex built from a loom
+//! mutex and condition variable whose wait has no timeout. Loom runs every interleaving of the threads (up to a preemption bound) and
 //! every value a weak-memory load may return, and fails on a data race on a cell (a read
 //! or write not ordered by happens-before with a conflicting write), on a wrong value
 //! (the assertions below) and on a deadlock (a lost wake-up leaves a thread asleep for
