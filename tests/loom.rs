@@ -325,12 +325,7 @@ fn channel_model(n: usize, steps: u64, weak: Weak) {
     let mut words = Vec::new();
     for i in 0..n {
         words.push(ctl.counter(i));
-        words.push(ctl.tags_at(i));
-        // (desc_of reads a post entry when the tag is not the step's: only a stale tag,
-        // in the control with relaxed orderings, sends it there)
-        for s in 1..=steps {
-            words.extend((0..3).map(|k| ctl.post(i, s) + 8 * k));
-        }
+        words.push(ctl.posted_at(i));
         for p in 0..2 {
             words.extend((0..3).map(|k| ctl.desc_at(i, p) + 8 * k));
         }
@@ -426,7 +421,7 @@ fn posted_model(posted: u64, leave_out: Posted) {
     let mut words = Vec::new();
     for i in 0..2 {
         words.push(ctl.counter(i));
-        words.push(ctl.tags_at(i));
+        words.push(ctl.posted_at(i));
         for p in 0..2 {
             words.extend((0..3).map(|w| ctl.desc_at(i, p) + 8 * w));
         }

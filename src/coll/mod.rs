@@ -52,13 +52,14 @@ impl<'a> Chan<'a> {
     }
 
     /// As [`Chan::new`], for a collective that takes ordinary steps: first waits, if
-    /// this member posted its last step without waiting (coll/post.rs), until every
-    /// member has arrived at that step, so that the buffers of the coming steps are
-    /// free again.
+    /// this member's last step was a posted one (coll/post.rs), until every member has
+    /// arrived at that step, so that the buffers of the coming steps are free again.
     pub async fn open(comm: &'a Comm) -> MpiResult<Chan<'a>> {
         let ch = Chan::new(comm)?;
         let last = comm.step.load(Ordering::Relaxed);
-        if comm.synced.load(Ordering::Relaxed) < last {
+        // (after an ordinary step every member is known to have arrived at it)
+        if comm.posted.load(Ordering::Relaxed) == last && comm.synced.load(Ordering::Relaxed) < last
+        {
             ch.all_at(last).await;
         }
         Ok(ch)
@@ -142,15 +143,13 @@ impl<'a> Chan<'a> {
                 .filter(|&j| j != self.me)
                 .map(|j| self.comm.chan_members[j]),
         );
-        let r = AllArrived {
+        AllArrived {
             ch: self,
             s,
             first: 0,
             check,
         }
-        .await;
-        self.synced(s);
-        r
+        .await
     }
 
     /// The slow path of the pairwise check: every member publishes its flows in its
@@ -241,6 +240,7 @@ struct Check {
 }
 
 impl Check {
+    #[inline]
     fn new(s: u64) -> Check {
         Check {
             s,
@@ -251,6 +251,7 @@ impl Check {
         }
     }
 
+    #[inline(always)]
     fn seen(&mut self, i: usize, d: [u64; 3]) {
         self.flow = self.flow.wrapping_add((d[1] >> 32) as u32);
         if i == 0 {

@@ -88,6 +88,7 @@ impl Chan<'_> {
             .map(|d| super::agree::pack(d.desc.encode()));
         fill(self.slice_mut(self.payload(self.me, s), self.post_payload()));
         bump(&self.comm.step, Ordering::Relaxed);
+        self.comm.posted.store(s, Ordering::Relaxed);
         let a = &self.job.arena;
         let ctl = self.ctl();
         ctl.arrive_posted(a, self.me, s, desc.unwrap_or_default());

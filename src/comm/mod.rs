@@ -33,6 +33,8 @@ pub struct Comm {
     /// The last step at which this member saw every member's channel counter: every
     /// member has finished reading the steps before it (coll/post.rs).
     pub synced: AtomicU64,
+    /// The last step this member posted (coll/post.rs; 0: none).
+    pub posted: AtomicU64,
     /// Which of the channel's double buffers the next collective step uses.
     pub step: AtomicU64,
     /// Attributes: (keyval, value).
@@ -244,6 +246,7 @@ impl Comm {
             errhandler: AtomicI32::new(MPI_ERRORS_ARE_FATAL),
             name: Mutex::new(name.to_string()),
             synced: AtomicU64::new(0),
+            posted: AtomicU64::new(0),
             step: AtomicU64::new(0),
             attrs: Mutex::new(Vec::new()),
             coll_ticket: AtomicU64::new(0),

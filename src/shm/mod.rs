@@ -428,7 +428,7 @@ impl Arena {
             .store(0, Ordering::Relaxed);
         let ctl = self.lay.chan_ctl(1 + r);
         self.u64_at(ctl.counter(0)).store(0, Ordering::Relaxed);
-        self.u64_at(ctl.tags_at(0)).store(0, Ordering::Relaxed);
+        self.u64_at(ctl.posted_at(0)).store(0, Ordering::Relaxed);
         self.u32_at(self.lay.rank_block(r) + R_SLEEPING)
             .store(0, Ordering::Relaxed);
         std::sync::atomic::fence(Ordering::Release);
@@ -527,7 +527,7 @@ impl Arena {
         let ctl = self.lay.chan_ctl(c);
         for i in 0..self.lay.n {
             self.u64_at(ctl.counter(i)).store(0, Ordering::Relaxed);
-            self.u64_at(ctl.tags_at(i)).store(0, Ordering::Relaxed);
+            self.u64_at(ctl.posted_at(i)).store(0, Ordering::Relaxed);
             for s in 0..proto::POST_K {
                 self.u64_at(ctl.post(i, s) + proto::POST_STEP)
                     .store(0, Ordering::Relaxed);

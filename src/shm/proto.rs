@@ -255,8 +255,7 @@ pub const POST_STEP: usize = 8 * DESC_WORDS;
 
 /// The control words of one collective channel: member `i`'s step counter at
 /// `counter(i)`, followed in the same cache line by its descriptors of parity 0 and 1
-/// and the tags word (the low 32 bits of the step each of those descriptors belongs to),
-/// and member `i`'s post ring at `post(i, s)`.
+/// and the last step it posted, and member `i`'s post ring at `post(i, s)`.
 ///
 /// Posted steps (coll/post.rs): a member may also arrive at step `s` without waiting
 /// for the others, putting its descriptor (and data) in entry `s % POST_K` of its post
@@ -264,8 +263,9 @@ pub const POST_STEP: usize = 8 * DESC_WORDS;
 /// counter at `s - POST_K + 1` or beyond (everyone finished reading the entry's previous
 /// use), and before its next ordinary step it waits for every counter to reach its last
 /// step (so the double-buffering rule above holds again). A member's descriptor for
-/// step `s` is therefore in its counter line if the tag of parity `s % 2` says `s`, and
-/// in its post entry otherwise ([`ChanCtl::desc_of`]).
+/// step `s` is therefore in its post entry for `s` if that entry says `s` (which only a
+/// member that posted step `s` or later can have written), and in its counter line
+/// otherwise ([`ChanCtl::desc_of`]).
 #[derive(Clone, Copy, Debug)]
 pub struct ChanCtl {
     /// Offset of member 0's counter.
@@ -288,8 +288,8 @@ impl ChanCtl {
     pub fn desc_at(&self, i: usize, p: usize) -> usize {
         self.counter(i) + 8 + p * 8 * DESC_WORDS
     }
-    /// Offset of member `i`'s tags word (after its two descriptors).
-    pub fn tags_at(&self, i: usize) -> usize {
+    /// Offset of the last step member `i` posted (after its two descriptors; 0 if none).
+    pub fn posted_at(&self, i: usize) -> usize {
         self.counter(i) + 8 + 2 * 8 * DESC_WORDS
     }
     /// Offset of member `i`'s post entry for step `s` (header, then payload).
@@ -314,11 +314,6 @@ impl ChanCtl {
             for (k, w) in d.iter().enumerate() {
                 sh.w64(at + 8 * k).store(*w, Ordering::Relaxed);
             }
-            // Only this member writes its tags word.
-            let tags = sh.w64(self.tags_at(me));
-            let shift = 32 * p;
-            let t = tags.load(Ordering::Relaxed) & !(0xffff_ffff << shift);
-            tags.store(t | ((s as u32 as u64) << shift), Ordering::Relaxed);
         }
         sh.w64(self.counter(me)).store(s, Ordering::Release);
     }
@@ -349,6 +344,7 @@ impl ChanCtl {
             sh.w64(at + 8 * k).store(*w, Ordering::Relaxed);
         }
         sh.w64(at + POST_STEP).store(s, Ordering::Release);
+        sh.w64(self.posted_at(me)).store(s, Ordering::Relaxed);
         sh.w64(self.counter(me)).store(s, Ordering::Release);
     }
 
@@ -375,16 +371,18 @@ impl ChanCtl {
     }
 
     /// Member `i`'s descriptor for step `s`, once its counter was seen at `s` or beyond
-    /// (and before this member arrives at `s + 1`): from its counter line if it arrived
-    /// at `s` in an ordinary step, else from its post entry.
+    /// (and before this member arrives at `s + 1`): from its post entry if it posted step
+    /// `s`, else from its counter line. A member that never posted at or after `s` costs
+    /// no look at its post ring.
+    #[inline(always)]
     pub fn desc_of<S: Shared + ?Sized>(&self, sh: &S, i: usize, s: u64) -> [u64; DESC_WORDS] {
-        let p = (s % 2) as usize;
-        let tag = (sh.w64(self.tags_at(i)).load(Ordering::Relaxed) >> (32 * p)) as u32;
-        if tag == s as u32 {
-            return self.desc(sh, i, p);
+        if sh.w64(self.posted_at(i)).load(Ordering::Relaxed) >= s {
+            let at = self.post(i, s);
+            if sh.w64(at + POST_STEP).load(Ordering::Relaxed) == s {
+                return std::array::from_fn(|k| sh.w64(at + 8 * k).load(Ordering::Relaxed));
+            }
         }
-        let at = self.post(i, s);
-        std::array::from_fn(|k| sh.w64(at + 8 * k).load(Ordering::Relaxed))
+        self.desc(sh, i, (s % 2) as usize)
     }
 
     /// Advances `first` past the members (of `n`) whose counter reached `s`; true once
