@@ -146,9 +146,9 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// Disagreeing counts in a small MPI_Bcast (argv[1] "bcast": the root passes 1, the
-/// others 2) or MPI_Reduce ("reduce": the root passes 1), whose senders return without
-/// waiting (coll/post.rs): a receiver sees it and stops the job.
+/// Disagreeing counts in a small MPI_Bcast (argv[1] "bcast": the root passes 1, or 0
+/// with a second argument; the others 2) or MPI_Reduce ("reduce"), whose senders return
+/// without waiting (coll/post.rs): a receiver sees it and stops the job.
 const POSTED_PROG: &str = r#"
 #include <mpi.h>
 #include <stdio.h>
@@ -158,10 +158,11 @@ int main(int argc, char **argv) {
     int rank, v[2] = {7, 8}, w[2];
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int root_count = argc > 2 ? 0 : 1;
     if (argc > 1 && strcmp(argv[1], "bcast") == 0)
-        MPI_Bcast(v, rank == 0 ? 1 : 2, MPI_INT, 0, MPI_COMM_WORLD);
+        MPI_Bcast(v, rank == 0 ? root_count : 2, MPI_INT, 0, MPI_COMM_WORLD);
     else
-        MPI_Reduce(v, w, rank == 0 ? 1 : 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Reduce(v, w, rank == 0 ? root_count : 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     fprintf(stderr, "rank %d: survived a disagreement\n", rank);
     MPI_Finalize();
@@ -556,10 +557,17 @@ fn fatal_error_stops_the_job_with_one_clear_line() {
 fn disagreement_in_a_posted_collective_stops_the_job() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let exe = build("posted", POSTED_PROG);
-    for (what, name) in [("bcast", "MPI_Bcast:"), ("reduce", "MPI_Reduce:")] {
+    // (a second argument: the root passes count 0, so that it has nothing to receive)
+    for (args, name, root_count) in [
+        (&["bcast"][..], "MPI_Bcast:", 1),
+        (&["reduce"][..], "MPI_Reduce:", 1),
+        (&["bcast", "0"][..], "MPI_Bcast:", 0),
+        (&["reduce", "0"][..], "MPI_Reduce:", 0),
+    ] {
+        let what = args.join(" ");
         let shm_before = shm_entries();
         let t = Instant::now();
-        let out = spawn(3, &exe, &[what], &["--timeout", "30"])
+        let out = spawn(3, &exe, args, &["--timeout", "30"])
             .wait_with_output()
             .unwrap();
         let secs = t.elapsed().as_secs_f64();
@@ -570,9 +578,10 @@ fn disagreement_in_a_posted_collective_stops_the_job() {
             .filter(|l| l.starts_with("shmpi: fatal error:"))
             .collect();
         assert!(!fatal.is_empty(), "{what}: {stderr}");
+        let root_passed = format!("count={root_count} MPI_INT");
         for want in [
             name,
-            "count=1 MPI_INT",
+            root_passed.as_str(),
             "count=2 MPI_INT",
             "[MPI_ERR_COUNT, rank",
         ] {

@@ -182,7 +182,13 @@ pub async fn reduce(
     part: &Part,
 ) -> MpiResult<()> {
     let is_root = part.hi > part.lo;
-    let wait = if is_root { Wait::All } else { Wait::Nobody };
+    // With nothing to reduce the root is not told apart: everyone waits, so that a rank
+    // that passed another count still sees the disagreement.
+    let wait = if is_root || total == 0 {
+        Wait::All
+    } else {
+        Wait::Nobody
+    };
     let s = ch
         .post_step(|dst| part.input(0, &mut dst[..total]), wait)
         .await?;
