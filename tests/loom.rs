@@ -319,6 +319,7 @@ fn channel_model(n: usize, steps: u64, weak: Weak) {
         posts: 1 << 20,
         post_entry: 64,
         post_k: 32,
+        post_gen: 0,
     };
     let slot = |i: usize, p: usize| DATA + (2 * i + p) * 8;
     let result = move |i: usize, p: usize| DATA + 16 * n + (p * n + i) * 8;
@@ -414,6 +415,7 @@ fn posted_model(posted: u64, leave_out: Posted) {
         posts: 2048,
         post_entry: 64,
         post_k: k,
+        post_gen: 1,
     };
     // Data cells: the slots of parity 1, then each member's payload cells (one per entry).
     let slot = |i: usize| DATA + 8 * i;

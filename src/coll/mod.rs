@@ -108,7 +108,7 @@ impl<'a> Chan<'a> {
 
     /// The channel's control words (their protocol: shm/proto.rs).
     fn ctl(&self) -> ChanCtl {
-        self.job.arena.lay.chan_ctl(self.comm.ctx)
+        self.job.arena.chan_ctl(self.comm.ctx)
     }
 
     /// Arrives at the next step; completes when every member has arrived. Never

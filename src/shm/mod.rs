@@ -58,6 +58,8 @@ pub const PIPE_HDR: usize = 4 * CACHE_LINE;
 /// the two parities of the argument-agreement descriptor, coll/agree.rs, so checking it
 /// costs no extra cache miss) and an argument line.
 pub const CHAN_CTRL: usize = CACHE_LINE;
+/// In the channel's control line (after the reference count): its generation.
+const CHAN_GEN: usize = 8;
 pub const CHAN_MEMBER: usize = 2 * CACHE_LINE;
 /// Maximum number of live communicators (channels) in a job.
 pub const NCHAN: usize = 2048;
@@ -147,6 +149,7 @@ impl Layout {
             posts: self.chan(c) + CHAN_CTRL + self.n * CHAN_MEMBER,
             post_entry: self.post_entry,
             post_k: proto::POST_K,
+            post_gen: 0,
         }
     }
     /// Offset of member `i`'s counter line in channel `c`.
@@ -528,11 +531,11 @@ impl Arena {
         for i in 0..self.lay.n {
             self.u64_at(ctl.counter(i)).store(0, Ordering::Relaxed);
             self.u64_at(ctl.posted_at(i)).store(0, Ordering::Relaxed);
-            for s in 0..proto::POST_K {
-                self.u64_at(ctl.post(i, s) + proto::POST_STEP)
-                    .store(0, Ordering::Relaxed);
-            }
         }
+        // A new generation instead of clearing the post rings (which would make every
+        // page of them resident): entries of earlier generations never match.
+        let gen = self.u64_at(base + CHAN_GEN);
+        gen.store(gen.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         std::sync::atomic::fence(Ordering::Release);
         Some(c)
     }
@@ -542,6 +545,16 @@ impl Arena {
     pub fn reserve_channel(&self, c: usize) {
         let word = self.u64_at(H_CHAN_BITMAP + 8 * (c / 64));
         word.fetch_or(1u64 << (c % 64), Ordering::AcqRel);
+    }
+
+    /// The control words of channel `c`, with its current generation (`ChanCtl::post_gen`;
+    /// stable while a communicator holds the channel).
+    pub fn chan_ctl(&self, c: usize) -> proto::ChanCtl {
+        let mut ctl = self.lay.chan_ctl(c);
+        ctl.post_gen = self
+            .u64_at(self.lay.chan(c) + CHAN_GEN)
+            .load(Ordering::Relaxed);
+        ctl
     }
 
     /// Drops one member's reference to channel `c`; the last one frees it.

@@ -249,8 +249,8 @@ pub const POST_K: u64 = 32;
 /// Bytes of a post entry's header (the descriptor of its step and the step); the
 /// payload follows, up to the end of the entry (`ChanCtl::post_entry` bytes).
 pub const POST_HDR: usize = 32;
-/// Offset in a post entry's header of the step it was written for (after the
-/// descriptor); reset to 0 with the channel.
+/// Offset in a post entry's header of its tag: the step it was written for, with the
+/// channel's generation above bit 40 (`ChanCtl::post_tag`).
 pub const POST_STEP: usize = 8 * DESC_WORDS;
 
 /// The control words of one collective channel: member `i`'s step counter at
@@ -278,6 +278,10 @@ pub struct ChanCtl {
     pub post_entry: usize,
     /// Entries in a member's post ring (`POST_K` in the library).
     pub post_k: u64,
+    /// How many times the channel was allocated (mod 2^24): part of every post entry's
+    /// tag, so that an entry an earlier communicator left on the channel never matches
+    /// a step of this one (the channel is not cleared between communicators).
+    pub post_gen: u64,
 }
 
 impl ChanCtl {
@@ -292,6 +296,11 @@ impl ChanCtl {
     pub fn posted_at(&self, i: usize) -> usize {
         self.counter(i) + 8 + 2 * 8 * DESC_WORDS
     }
+    /// The tag of a post entry written for step `s`.
+    pub fn post_tag(&self, s: u64) -> u64 {
+        s | (self.post_gen & 0xff_ffff) << 40
+    }
+
     /// Offset of member `i`'s post entry for step `s` (header, then payload).
     pub fn post(&self, i: usize, s: u64) -> usize {
         self.posts + (i * self.post_k as usize + (s % self.post_k) as usize) * self.post_entry
@@ -343,7 +352,8 @@ impl ChanCtl {
         for (k, w) in desc.iter().enumerate() {
             sh.w64(at + 8 * k).store(*w, Ordering::Relaxed);
         }
-        sh.w64(at + POST_STEP).store(s, Ordering::Release);
+        sh.w64(at + POST_STEP)
+            .store(self.post_tag(s), Ordering::Release);
         sh.w64(self.posted_at(me)).store(s, Ordering::Relaxed);
         sh.w64(self.counter(me)).store(s, Ordering::Release);
     }
@@ -359,7 +369,7 @@ impl ChanCtl {
         s: u64,
     ) -> Option<[u64; DESC_WORDS]> {
         let at = self.post(i, s);
-        if sh.w64(at + POST_STEP).load(Ordering::Acquire) == s {
+        if sh.w64(at + POST_STEP).load(Ordering::Acquire) == self.post_tag(s) {
             return Some(std::array::from_fn(|k| {
                 sh.w64(at + 8 * k).load(Ordering::Relaxed)
             }));
@@ -378,7 +388,7 @@ impl ChanCtl {
     pub fn desc_of<S: Shared + ?Sized>(&self, sh: &S, i: usize, s: u64) -> [u64; DESC_WORDS] {
         if sh.w64(self.posted_at(i)).load(Ordering::Relaxed) >= s {
             let at = self.post(i, s);
-            if sh.w64(at + POST_STEP).load(Ordering::Relaxed) == s {
+            if sh.w64(at + POST_STEP).load(Ordering::Relaxed) == self.post_tag(s) {
                 return std::array::from_fn(|k| sh.w64(at + 8 * k).load(Ordering::Relaxed));
             }
         }
@@ -580,6 +590,7 @@ mod tests {
             posts: 8192,
             post_entry: 64,
             post_k: 2,
+            post_gen: 0,
         };
         let slot = |i: usize, p: usize| 4096 + (2 * i + p) * 64;
         let bell = |i: usize| Bell {
