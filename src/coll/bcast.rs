@@ -17,7 +17,7 @@ pub async fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
     if buf.len() <= ch.post_payload() {
         return super::post::bcast(&ch, &buf, root).await;
     }
-    let ch = Chan::open(comm).await?;
+    ch.settle().await;
     if super::direct::bcast(&ch, &buf, root).await? {
         return Ok(());
     }

@@ -56,13 +56,19 @@ impl<'a> Chan<'a> {
     /// arrived at that step, so that the buffers of the coming steps are free again.
     pub async fn open(comm: &'a Comm) -> MpiResult<Chan<'a>> {
         let ch = Chan::new(comm)?;
-        let last = comm.step.load(Ordering::Relaxed);
-        // (after an ordinary step every member is known to have arrived at it)
-        if comm.posted.load(Ordering::Relaxed) == last && comm.synced.load(Ordering::Relaxed) < last
-        {
-            ch.all_at(last).await;
-        }
+        ch.settle().await;
         Ok(ch)
+    }
+
+    /// The wait of [`Chan::open`], for a collective that already has its `Chan`.
+    pub async fn settle(&self) {
+        let last = self.comm.step.load(Ordering::Relaxed);
+        // (after an ordinary step every member is known to have arrived at it)
+        if self.comm.posted.load(Ordering::Relaxed) == last
+            && self.comm.synced.load(Ordering::Relaxed) < last
+        {
+            self.all_at(last).await;
+        }
     }
 
     /// Completes once every member's counter reached `s`; records it in `synced`.
@@ -148,6 +154,7 @@ impl<'a> Chan<'a> {
             s,
             first: 0,
             check,
+            posted: false,
         }
         .await
     }
@@ -223,6 +230,8 @@ struct AllArrived<'a, 'b> {
     s: u64,
     first: usize,
     check: Option<Check>,
+    /// A posted step (coll/post.rs): each member's post entry is looked at first.
+    posted: bool,
 }
 
 /// The agreement check of a first step, done while waiting: each member's descriptor
@@ -277,6 +286,18 @@ impl Future for AllArrived<'_, '_> {
         let a = &self.ch.job.arena;
         let this = &mut *self;
         let done = match &mut this.check {
+            _ if this.posted => {
+                while this.first < n {
+                    let Some(d) = ctl.arrived_posted(a, this.first, s) else {
+                        break;
+                    };
+                    if let Some(c) = this.check.as_mut() {
+                        c.seen(this.first, d);
+                    }
+                    this.first += 1;
+                }
+                this.first == n
+            }
             None => ctl.arrived(a, n, s, &mut this.first),
             Some(c) => ctl.arrived_then(a, n, s, &mut this.first, |i| {
                 c.seen(i, ctl.desc_of(a, i, c.s))

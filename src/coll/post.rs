@@ -18,8 +18,8 @@
 //! MPI_ERRORS_ARE_FATAL or MPI_ERRORS_ABORT (a member that sees the disagreement stops
 //! the job with it), or with the check off. Otherwise every member waits for every
 //! other, and every member reports a disagreement, as in an ordinary step.
-use super::reduce::{fold, with_sources, Part, Reduction};
-use super::{bump, Chan, Check};
+use super::reduce::{fold, members, with_sources, Part, Reduction};
+use super::{bump, AllArrived, Chan, Check};
 use crate::error::MpiResult;
 use crate::p2p::UserBuf;
 use crate::shm::proto::{POST_HDR, POST_K};
@@ -123,29 +123,16 @@ impl Chan<'_> {
                 }
             }
             Wait::All => {
-                // As an ordinary step's wait (every descriptor compared with member 0's
-                // as soon as its member is seen), looking at the post entries first.
-                let mut check = desc.map(|_| Check::new(s));
-                let mut first = 0;
-                std::future::poll_fn(|_| {
-                    while first < self.n {
-                        match ctl.arrived_posted(a, first, s) {
-                            Some(d) => {
-                                if let Some(c) = check.as_mut() {
-                                    c.seen(first, d);
-                                }
-                                first += 1;
-                            }
-                            None => return Poll::Pending,
-                        }
-                    }
-                    Poll::Ready(())
-                })
-                .await;
-                self.synced(s);
-                if let Some(e) = check.and_then(|c| c.err) {
-                    return Err(e);
+                // As an ordinary step's wait, looking at the post entries first.
+                AllArrived {
+                    ch: self,
+                    s,
+                    first: 0,
+                    check: desc.map(|_| Check::new(s)),
+                    posted: true,
                 }
+                .await?;
+                self.synced(s);
             }
         }
         Ok(s)
@@ -193,17 +180,9 @@ pub async fn reduce(
         .post_step(|dst| part.input(0, &mut dst[..total]), wait)
         .await?;
     if is_root {
-        let all: Vec<usize>;
-        let members = match super::reduce::IOTA.get(..ch.n) {
-            Some(m) => m,
-            None => {
-                all = (0..ch.n).collect();
-                &all
-            }
-        };
         let out = &mut part.recv.as_mut_slice()[..total];
         with_sources(
-            members,
+            &members(ch.n),
             |i| ch.slice(ch.payload(i, s), total),
             |srcs| fold(red, srcs, out),
         )?;

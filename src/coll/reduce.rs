@@ -85,16 +85,23 @@ impl Part {
     }
 }
 
-/// 0, 1, 2, ...: the members of a channel of up to 256, in rank order.
-pub(super) static IOTA: [usize; 256] = {
-    let mut a = [0usize; 256];
-    let mut i = 0;
-    while i < 256 {
-        a[i] = i;
-        i += 1;
+/// 0, 1, ..., n-1: every member of a channel of `n`, in rank order (no allocation for
+/// up to 256 members).
+pub(super) fn members(n: usize) -> std::borrow::Cow<'static, [usize]> {
+    static IOTA: [usize; 256] = {
+        let mut a = [0usize; 256];
+        let mut i = 0;
+        while i < 256 {
+            a[i] = i;
+            i += 1;
+        }
+        a
+    };
+    match IOTA.get(..n) {
+        Some(m) => m.into(),
+        None => (0..n).collect::<Vec<_>>().into(),
     }
-    a
-};
+}
 
 /// Member `r`'s share of a chunk of `len` bytes among `k` contributors, in bytes, cut
 /// at whole elements of `e` bytes.
@@ -156,13 +163,15 @@ pub async fn reduce_vector(
     part: &Part,
     kind: super::direct::Kind,
 ) -> MpiResult<()> {
-    if comm.chan_members.len() > 1 && kind == super::direct::Kind::Rooted && !comm.is_inter() {
-        let ch = Chan::new(comm)?;
-        if total <= ch.post_payload() {
-            return super::post::reduce(&ch, total, red, part).await;
-        }
+    let ch = Chan::new(comm)?;
+    if ch.n > 1
+        && kind == super::direct::Kind::Rooted
+        && !comm.is_inter()
+        && total <= ch.post_payload()
+    {
+        return super::post::reduce(&ch, total, red, part).await;
     }
-    let ch = Chan::open(comm).await?;
+    ch.settle().await;
     if ch.n == 1 {
         if let Some(s) = &part.send {
             if part.hi > part.lo {
@@ -185,18 +194,9 @@ pub async fn reduce_vector(
     {
         return Ok(());
     }
-    // every member contributes, in rank order (no allocation for up to 256 members)
-    let all: Vec<usize>;
-    let contrib = match IOTA.get(..ch.n) {
-        Some(s) => s,
-        None => {
-            all = (0..ch.n).collect();
-            &all
-        }
-    };
     // Only MPI_Allreduce delivers a byte to more than one member.
     let sole = kind != super::direct::Kind::All;
-    reduce_group(&ch, total, red, part, contrib, sole).await
+    reduce_group(&ch, total, red, part, &members(ch.n), sole).await
 }
 
 /// The slices `f(i)` of the members in `contrib`, in order, handed to `g`: on the stack
