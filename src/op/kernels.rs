@@ -749,6 +749,19 @@ mod avx2 {
         [ab, bb, an, bn].map(|m| _mm256_castps_si256(m))
     }
 
+    /// `x`, unchanged, through an empty `asm!` that LLVM cannot see into. Given a
+    /// comparison's mask to shuffle, LLVM knows each dword is 0 or -1 and makes six
+    /// instructions (extract, pack, two shuffles, widen, shifts) of the one `vpshufd`;
+    /// in the MINLOC/MAXLOC loops below that cost 1.4-2x their time on a Zen 3.
+    #[target_feature(enable = "avx2")]
+    fn opaque(mut x: __m256i) -> __m256i {
+        // SAFETY: the template is a comment: no instruction, no memory, no flags.
+        unsafe {
+            std::arch::asm!("/* {0} */", inout(ymm_reg) x, options(pure, nomem, nostack, preserves_flags));
+        }
+        x
+    }
+
     /// `loc_takes_a`'s decision from the masks of [`loc_cmp_pd`] (integer values: no
     /// NaNs, `an` = `bn` = 0) and `il` (a's index smaller): a's value is better, or b's
     /// is not and a's is a NaN against a number, or both or neither are NaNs and a's
@@ -763,11 +776,17 @@ mod avx2 {
     }
 
     /// MINLOC/MAXLOC on MPI_DOUBLE_INT (f64 at 0, i32 at 8, 4 padding bytes, extent
-    /// 16), two pairs per 32-byte vector. The decision is `loc_takes_a`'s, computed
-    /// in the value's 64-bit lane; the value and index dwords of the winning pairs of
-    /// `inv` are blended into `inout`'s vector, whose padding dwords are stored back
-    /// as they were. (A masked store that leaves the padding alone measured 2x slower
-    /// than MPICH's scalar loop on an AMD Zen 3, where such stores are microcoded.)
+    /// 16), two pairs per 32-byte vector. Where neither value of either pair is a NaN,
+    /// `loc_takes_a`'s decision is "a's value better, or equal and a's index smaller",
+    /// computed in the value's 64-bit lane (the index comparison moved over from the
+    /// index's dword); two pairs with a NaN among them take the generic loop. The value
+    /// and index dwords of the winning pairs of `inv` are blended into `inout`'s
+    /// vector, whose padding dwords are stored back as they were. (A masked store that
+    /// leaves the padding alone measured 2x slower than MPICH's scalar loop on an AMD
+    /// Zen 3, where such stores are microcoded. Computing the NaN rules in every
+    /// vector, as `loc_take` does, measured 11.6 GB/s of buffer on one 4 KiB buffer
+    /// reduced again and again, against 14.9 for MPICH's scalar loop, which stores
+    /// nothing once `inout` holds the winners.)
     #[target_feature(enable = "avx2")]
     fn loc_double_int<const MAX: bool>(inv: &[u8], inout: &mut [u8]) {
         let len = inv.len().min(inout.len());
@@ -778,18 +797,34 @@ mod avx2 {
             // SAFETY: bytes i..i+32 lie inside both slices (two whole pairs with their
             // padding); unaligned loads and store, which writes back `inout`'s own
             // padding bytes; AVX2 is present (see `kernel_at`).
-            unsafe {
+            let nan = unsafe {
                 let a = _mm256_loadu_si256(inv.as_ptr().add(i).cast());
                 let pb = inout.as_mut_ptr().add(i);
                 let b = _mm256_loadu_si256(pb.cast_const().cast());
                 let (av, bv) = (_mm256_castsi256_pd(a), _mm256_castsi256_pd(b));
-                // ai < bi (signed i32) in the index's 64-bit lane, moved to the value's
-                let il = _mm256_cmpgt_epi64(_mm256_slli_epi64::<32>(b), _mm256_slli_epi64::<32>(a));
-                let il = _mm256_shuffle_epi32::<0b01_00_11_10>(il);
-                let take = loc_take(loc_cmp_pd::<MAX>(av, bv), il);
-                let take = _mm256_shuffle_epi32::<0b01_00_01_00>(take);
-                let r = _mm256_blendv_epi8(b, a, _mm256_and_si256(take, keep));
-                _mm256_storeu_si256(pb.cast(), r);
+                // the value lanes only: the index lanes compared as doubles mean nothing
+                let nan = _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_UNORD_Q>(av, bv)) & 0b0101;
+                if nan == 0 {
+                    let better = if MAX {
+                        _mm256_cmp_pd::<_CMP_GT_OQ>(av, bv)
+                    } else {
+                        _mm256_cmp_pd::<_CMP_LT_OQ>(av, bv)
+                    };
+                    let eq = _mm256_castpd_si256(_mm256_cmp_pd::<_CMP_EQ_OQ>(av, bv));
+                    // ai < bi (signed i32) in the index's dword, copied to every dword
+                    let il =
+                        _mm256_shuffle_epi32::<0b10_10_10_10>(opaque(_mm256_cmpgt_epi32(b, a)));
+                    let take =
+                        _mm256_or_si256(_mm256_castpd_si256(better), _mm256_and_si256(eq, il));
+                    // the decision, valid in the value's dwords, for the whole pair
+                    let take = _mm256_shuffle_epi32::<0>(take);
+                    let r = _mm256_blendv_epi8(b, a, _mm256_and_si256(take, keep));
+                    _mm256_storeu_si256(pb.cast(), r);
+                }
+                nan
+            };
+            if nan != 0 {
+                loc::<f64, 8, i32, 4, 8, 16, MAX>(&inv[i..i + 32], &mut inout[i..i + 32]);
             }
             i += 32;
         }
@@ -803,7 +838,8 @@ mod avx2 {
     /// to both dwords of the pair. The generic loop is scalar and branchy: on a Zen 3,
     /// 64 KiB of random pairs, 5.7 GB/s of buffer (2INT) and 6.5 (FLOAT_INT) against
     /// 29 and 15 here; MPI_Reduce_local repeated on one 64 KiB buffer ran at 8.6 and 5.5
-    /// before, 18-33 and 14 now, MPICH's and Open MPI's at 11-13 and 8-11.
+    /// before, 18-33 and 14 with this loop, 30-35 and 21-22 since [`opaque`], MPICH's
+    /// and Open MPI's at 5-13 and 5-11.
     ///
     /// With `FIDX` the index is an f32 too (MPI_2REAL; FLOAT must be set), compared as
     /// `ai < bi` in floating point, as the generic loop does.
@@ -829,7 +865,7 @@ mod avx2 {
                 } else {
                     _mm256_cmpgt_epi32(b, a)
                 };
-                let il = _mm256_shuffle_epi32::<0b10_11_00_01>(il);
+                let il = _mm256_shuffle_epi32::<0b10_11_00_01>(opaque(il));
                 let cmp = if FLOAT {
                     loc_cmp_ps::<MAX>(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b))
                 } else {
@@ -887,10 +923,10 @@ mod avx2 {
 
     /// MINLOC/MAXLOC on MPI_LONG_INT (i64 at 0, i32 at 8, 4 padding bytes, extent 16),
     /// two pairs per 32-byte vector, as `loc_double_int` with an integer comparison.
-    /// 64 KiB of random pairs on a Zen 3: 15.3 GB/s against the generic loop's 11.5. (A
-    /// reduction repeated on one buffer, where a scalar loop's branches become
-    /// predictable and it stores nothing, runs 16 GB/s here and 16-22 in MPICH and
-    /// Open MPI.)
+    /// 64 KiB of random pairs on a Zen 3: 15.3 GB/s against the generic loop's 11.5. A
+    /// reduction repeated on one 4 KiB or 256 KiB buffer, where a scalar loop's branches
+    /// become predictable and it stores nothing, runs 28-30 GB/s here (15 before
+    /// [`opaque`]) and 15-19 in MPICH's scalar loop, 11-19 in Open MPI's.
     #[target_feature(enable = "avx2")]
     fn loc_long_int<const MAX: bool>(inv: &[u8], inout: &mut [u8]) {
         let len = inv.len().min(inout.len());
@@ -910,7 +946,7 @@ mod avx2 {
                 let cmp = if MAX { [gt, lt, z, z] } else { [lt, gt, z, z] };
                 // ai < bi (signed i32) in the index's dword (2 of each pair), copied to
                 // every dword of the pair
-                let il = _mm256_shuffle_epi32::<0b10_10_10_10>(_mm256_cmpgt_epi32(b, a));
+                let il = _mm256_shuffle_epi32::<0b10_10_10_10>(opaque(_mm256_cmpgt_epi32(b, a)));
                 let take = loc_take(cmp, il);
                 // the decision, valid in the value's dwords, for the whole pair
                 let take = _mm256_shuffle_epi32::<0>(take);
