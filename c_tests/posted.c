@@ -1,9 +1,9 @@
 /* Small MPI_Bcast and MPI_Reduce take posted steps (coll/post.rs): the ranks that only
- * send return at once and may run up to 32 calls ahead of the slowest rank. This test
+ * send return at once and may run up to 256 calls ahead of the slowest rank. This test
  * drives that hard and checks every result against a sequential oracle:
  *
- * - senders 100 calls ahead of a sleeping receiver (so they wait for room in the
- *   32-entry ring), and long runs of posted calls
+ * - senders 300 calls ahead of a sleeping receiver (so they wait for room in the
+ *   256-entry ring), and long runs of posted calls
  *   with roots, sizes (0-1040 bytes: posted up to 992 at 8 ranks or fewer), ops and
  *   datatypes changing from call to call;
  * - ordinary collectives in between (MPI_Allreduce, MPI_Barrier, a large MPI_Bcast and
@@ -225,12 +225,12 @@ int main(int argc, char **argv) {
     MPI_Type_contiguous(4, MPI_INT, &mat);
     MPI_Type_commit(&mat);
 
-    /* 0. The senders far ahead: the last rank sleeps, then receives 100 broadcasts
-     * from rank 0, and then 100 reductions to it (the others only send). */
+    /* 0. The senders far ahead: the last rank sleeps, then receives 300 broadcasts
+     * from rank 0, and then 300 reductions to it (the others only send). */
     for (int phase = 0; phase < 2; phase++) {
         int root = phase == 0 ? 0 : size - 1;
         if (rank == size - 1) usleep(50000);
-        for (int call = 0; call < 100; call++) {
+        for (int call = 0; call < 300; call++) {
             int x = value(call, rank, phase), y = -1, e = 0;
             if (phase == 0) {
                 y = rank == root ? x : -1;
@@ -245,7 +245,7 @@ int main(int argc, char **argv) {
     }
 
     /* 1. Long runs of posted calls only: the senders wait for room in the ring. */
-    for (int call = 0; call < 400; call++) {
+    for (int call = 0; call < 1200; call++) {
         unsigned long long h = mix((unsigned)call);
         int root = (int)(h % (unsigned)size);
         int x = value(call, rank, 0), y = root == rank ? 0 : 99, e = 0;
@@ -258,7 +258,7 @@ int main(int argc, char **argv) {
             MPI_Bcast(&y, 1, MPI_INT, root, MPI_COMM_WORLD);
             CHECK(y == value(call, root, 1), "run %d: bcast %d", call, y);
         }
-        if (rank == size - 1 && call % 50 == 0) usleep(20000);
+        if (rank == size - 1 && call % 300 == 0) usleep(20000);
     }
 
     /* 2. Everything mixed, on MPI_COMM_WORLD. */

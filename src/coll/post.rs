@@ -7,9 +7,9 @@
 //! members it receives from and reads their entries: a non-root of MPI_Bcast the root's,
 //! the root of MPI_Reduce everyone's, folded in canonical order into its receive buffer.
 //! A member that only sends returns at once, so back-to-back calls pipeline: it may run
-//! up to `POST_K` steps ahead of the slowest member before it waits for room. Cost: one
-//! synchronisation for a receiver (with the members it receives from), none for a
-//! sender; one copy in, one copy (or fold) out.
+//! up to `post_k` steps (256 up to 32 ranks, `Layout::post_k`) ahead of the slowest
+//! member before it waits for room. Cost: one synchronisation for a receiver (with the
+//! members it receives from), none for a sender; one copy in, one copy (or fold) out.
 //!
 //! Argument agreement: a member that waits compares the descriptors of the members it
 //! waited for with its own (or, waiting for all, everyone's with member 0's, as an
@@ -22,7 +22,7 @@ use super::reduce::{fold, members, with_sources, Part, Reduction};
 use super::{bump, AllArrived, Chan, Check};
 use crate::error::MpiResult;
 use crate::p2p::UserBuf;
-use crate::shm::proto::{POST_HDR, POST_K};
+use crate::shm::proto::POST_HDR;
 use crate::shm::wait::notify_all;
 use std::sync::atomic::Ordering;
 use std::task::Poll;
@@ -78,9 +78,10 @@ impl Chan<'_> {
     async fn post_step(&self, fill: impl FnOnce(&mut [u8]), wait: Wait) -> MpiResult<u64> {
         let pending = self.comm.take_desc();
         let s = self.comm.step.load(Ordering::Relaxed) + 1;
-        // The entry's previous use, step s - POST_K, must be read by everyone: every
-        // member has arrived at the step after it.
-        if s > POST_K && self.comm.synced.load(Ordering::Relaxed) < s + 1 - POST_K {
+        // The entry's previous use, step s - k, must be read by everyone: every member
+        // has arrived at the step after it.
+        let k = self.job.arena.lay.post_k;
+        if s > k && self.comm.synced.load(Ordering::Relaxed) < s + 1 - k {
             self.room(s).await;
         }
         let desc = pending

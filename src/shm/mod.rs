@@ -25,7 +25,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 pub const CACHE_LINE: usize = 64;
-const MAGIC: u64 = 0x7368_6d70_6931_0003; // "shmpi1" + version
+const MAGIC: u64 = 0x7368_6d70_6931_0004; // "shmpi1" + version
 
 /// Sizes of the arena's regions for a job of `n` process slots (the universe: the
 /// ranks mpiexec starts plus room for MPI_Comm_spawn), tuned for `np` started ranks.
@@ -39,6 +39,9 @@ pub struct Layout {
     pub slot_bytes: usize,
     /// Bytes of one entry of a member's post ring (coll/post.rs).
     pub post_entry: usize,
+    /// Entries in a member's post ring: how many steps a member that only posts may
+    /// run ahead of the slowest member.
+    pub post_k: u64,
     pub ranks_off: usize,
     pub rings_off: usize,
     pub pipes_off: usize,
@@ -97,9 +100,15 @@ impl Layout {
                 16 << 10
             })
             .max(min_slot);
-        // Posted steps carry up to 992 bytes up to 8 ranks (32 KiB of post ring per
-        // member and channel), 224 beyond.
+        // Posted steps carry up to 992 bytes up to 8 ranks, 224 beyond. A member that
+        // only sends may run `post_k` steps ahead: 256 up to 32 ranks (256 KiB of post
+        // ring per member and channel up to 8 ranks, 64 KiB beyond), 32 beyond. With
+        // more ranks than CPUs a sender runs until the ring is full and then gives up
+        // its CPU, so the ring's depth sets how often ranks switch: back-to-back
+        // MPI_Bcast of 8 bytes at 4 and 8 ranks on 2 CPUs took 0.65x the time with 256
+        // entries as with 32, MPI_Reduce 0.7x (0.75-0.85x with 128).
         let post_entry = if np <= 8 { 1024 } else { 256 };
+        let post_k: u64 = if np <= 32 { 256 } else { 32 };
         let ranks_off = SPAWN_OFF + SPAWN_BYTES;
         let rings_off = round_up(ranks_off + n * RANK_BLOCK, 4096);
         let pipes_off = round_up(rings_off + n * n * (RING_HDR + ring_bytes), 4096);
@@ -107,7 +116,7 @@ impl Layout {
         let chan_bytes = round_up(
             CHAN_CTRL
                 + n * CHAN_MEMBER
-                + n * proto::POST_K as usize * post_entry
+                + n * post_k as usize * post_entry
                 + 2 * n * slot_bytes
                 + 2 * slot_bytes,
             4096,
@@ -121,6 +130,7 @@ impl Layout {
             nchan: NCHAN,
             slot_bytes,
             post_entry,
+            post_k,
             ranks_off,
             rings_off,
             pipes_off,
@@ -148,7 +158,7 @@ impl Layout {
             stride: CHAN_MEMBER,
             posts: self.chan(c) + CHAN_CTRL + self.n * CHAN_MEMBER,
             post_entry: self.post_entry,
-            post_k: proto::POST_K,
+            post_k: self.post_k,
             post_gen: 0,
         }
     }
@@ -170,7 +180,7 @@ impl Layout {
     }
     /// Offset of channel `c`'s slots (after the members' control lines and post rings).
     fn chan_data(&self, c: usize) -> usize {
-        self.chan(c) + CHAN_CTRL + self.n * (CHAN_MEMBER + proto::POST_K as usize * self.post_entry)
+        self.chan(c) + CHAN_CTRL + self.n * (CHAN_MEMBER + self.post_k as usize * self.post_entry)
     }
 }
 

@@ -242,10 +242,6 @@ impl Ring {
 /// Words of one member's agreement descriptor (coll/agree.rs) per parity.
 pub const DESC_WORDS: usize = 3;
 
-/// Entries in each member's post ring: how many steps a member that only posts (the
-/// root of a small MPI_Bcast, the others of a small MPI_Reduce) may run ahead of the
-/// slowest member (coll/post.rs).
-pub const POST_K: u64 = 32;
 /// Bytes of a post entry's header (the descriptor of its step and the step); the
 /// payload follows, up to the end of the entry (`ChanCtl::post_entry` bytes).
 pub const POST_HDR: usize = 32;
@@ -258,9 +254,9 @@ pub const POST_STEP: usize = 8 * DESC_WORDS;
 /// and the last step it posted, and member `i`'s post ring at `post(i, s)`.
 ///
 /// Posted steps (coll/post.rs): a member may also arrive at step `s` without waiting
-/// for the others, putting its descriptor (and data) in entry `s % POST_K` of its post
+/// for the others, putting its descriptor (and data) in entry `s % post_k` of its post
 /// ring instead of its counter line; it writes that entry only once it saw every
-/// counter at `s - POST_K + 1` or beyond (everyone finished reading the entry's previous
+/// counter at `s - post_k + 1` or beyond (everyone finished reading the entry's previous
 /// use), and before its next ordinary step it waits for every counter to reach its last
 /// step (so the double-buffering rule above holds again). A member's descriptor for
 /// step `s` is therefore in its post entry for `s` if that entry says `s` (which only a
@@ -272,11 +268,13 @@ pub struct ChanCtl {
     pub base: usize,
     /// Distance between two members' counters.
     pub stride: usize,
-    /// Offset of member 0's post ring (member `i`'s is `POST_K` entries further each).
+    /// Offset of member 0's post ring (member `i`'s is `post_k` entries further each).
     pub posts: usize,
     /// Bytes of one post entry (a multiple of 64).
     pub post_entry: usize,
-    /// Entries in a member's post ring (`POST_K` in the library).
+    /// Entries in a member's post ring: how many steps a member that only posts (the
+    /// root of a small MPI_Bcast, the others of a small MPI_Reduce) may run ahead of
+    /// the slowest member (`Layout::post_k`: 256 up to 32 ranks, 32 beyond).
     pub post_k: u64,
     /// How many times the channel was allocated (mod 2^24): part of every post entry's
     /// tag, so that an entry an earlier communicator left on the channel never matches
