@@ -2,8 +2,8 @@
 //! `cargo test --release --test loom` (part of `make test`, about a minute).
 //!
 //! The functions checked are the library's own (`Ring::push`/`pop_all`, `ChanCtl::arrive`
-//! /`arrived`/`desc_of`/`room`/`arrive_posted`/`arrived_posted`, `sleep_unless`,
-//! `ring_doorbells`), instantiated on a loom memory: loom atomics for the control words,
+//! /`arrived`/`desc_of`/`room`/`arrive_posted`/`arrived_posted`, `sleep_unless(_for)`,
+//! `ring_doorbells(_for)`), instantiated on a loom memory: loom atomics for the control words,
 //! loom cells (one per 8-byte word) for the data bytes, and a futex built from a loom
 //! mutex and condition variable whose wait has no timeout. Loom runs every interleaving of the threads (up to a preemption bound) and
 //! every value a weak-memory load may return, and fails on a data race on a cell (a read
@@ -26,18 +26,23 @@
 //!   `arrived_posted`, `desc_of`), and an ordinary step again, after waiting for every
 //!   member to reach the last posted step (coll/post.rs, `Chan::open`).
 //! - `doorbell`: a waiter waits for three successive values published by another thread.
+//! - `marked_doorbell`: the same with wake marks (`sleep_unless_for`,
+//!   `ring_doorbells_for`): a publication whose mark says it is not what the sleeper
+//!   waits for skips it.
 //!
 //! And controls that must fail, to show that the models can: the ring and the channel
 //! with their release/acquire orderings weakened to relaxed (loom reports the data race
 //! on the frame or slot bytes, or a stale value fails an assertion), all three without
-//! the doorbell fences (loom reports the lost wake-up as a deadlock), and the posted
+//! the doorbell fences (loom reports the lost wake-up as a deadlock), the marked
+//! doorbell with publications marked one step lower than they are (a deadlock), and the posted
 //! steps without the room check or without the wait before the ordinary step (a race on
 //! a payload or slot cell, or an overwritten descriptor).
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU32, AtomicU64};
 use loom::sync::{Arc, Condvar, Mutex};
 use shmpi::shm::proto::{
-    ring_doorbells, sleep_unless, Bell, ChanCtl, Frame, Ring, Shared, Word32, Word64, FRAME_HDR,
+    chan_mark, mark_wakes, ring_doorbells_for, sleep_unless, sleep_unless_for, Bell, ChanCtl,
+    Frame, Ring, Shared, Word32, Word64, ANY, FRAME_HDR,
 };
 use std::sync::atomic::Ordering;
 
@@ -130,7 +135,9 @@ impl Mem {
         Mem {
             w64: words
                 .iter()
-                .map(|&o| {
+                .copied()
+                .chain(bells.iter().map(|b| b.want))
+                .map(|o| {
                     (
                         o,
                         W64 {
@@ -174,9 +181,23 @@ impl Mem {
         }
     }
 
+    /// As [`Mem::wait_until`], sleeping with wake mark `want`.
+    fn wait_until_for(&self, me: Bell, want: u64, mut cond: impl FnMut() -> bool) {
+        while !cond() {
+            if sleep_unless_for(self, me, want, &mut cond, |w, v| self.futex(me).wait(w, v)) {
+                return;
+            }
+        }
+    }
+
     /// Wakes the sleepers among `targets` as the library does after publishing.
     fn wake(&self, targets: &[Bell]) {
-        ring_doorbells(self, targets.iter().copied(), |w| {
+        self.wake_for(targets, ANY)
+    }
+
+    /// As [`Mem::wake`] after publication `publ` (a wake mark).
+    fn wake_for(&self, targets: &[Bell], publ: u64) {
+        ring_doorbells_for(self, targets.iter().copied(), publ, |w| {
             let off = self.w32.iter().find(|(_, x)| std::ptr::eq(x, w)).unwrap().0;
             self.futex.iter().find(|(o, _)| *o == off).unwrap().1.wake()
         });
@@ -240,6 +261,7 @@ fn bell(i: usize) -> Bell {
     Bell {
         bell: 64 * i,
         sleeping: 64 * i + 4,
+        want: 64 * i + 16,
     }
 }
 
@@ -520,6 +542,41 @@ fn doorbell() {
     model(3, || doorbell_model(Weak::No));
 }
 
+/// A waiter sleeps with wake marks (`sleep_unless_for`) until a channel counter reaches
+/// 2, then 4; the publisher raises the counter 1, 2, 3, 4 and rings with each value's
+/// mark (`ring_doorbells_for`), so the rings of 1 and 3 skip the sleeper. With
+/// `low_marks` the publisher marks each value one lower than it is, so the ring that
+/// should wake the waiter skips it too: a control, which must deadlock.
+fn marked_doorbell_model(low_marks: bool) {
+    let (wb, counter) = (bell(0), 1024);
+    let m = Arc::new(Mem::new(&[counter], &[wb], 8, Weak::No));
+    let m2 = m.clone();
+    let publisher = loom::thread::spawn(move || {
+        for v in 1..=4u64 {
+            m2.w64(counter).store(v, Ordering::Release);
+            m2.wake_for(&[wb], chan_mark(5, if low_marks { v - 1 } else { v }));
+        }
+    });
+    for want in [2, 4] {
+        m.wait_until_for(wb, chan_mark(5, want), || {
+            m.w64(counter).load(Ordering::Acquire) >= want
+        });
+    }
+    publisher.join().unwrap();
+}
+
+#[test]
+fn marked_doorbell() {
+    model(3, || marked_doorbell_model(false));
+    // the marks' rule itself
+    assert!(mark_wakes(chan_mark(5, 4), chan_mark(5, 4)));
+    assert!(!mark_wakes(chan_mark(5, 4), chan_mark(5, 3)));
+    assert!(!mark_wakes(chan_mark(5, 4), chan_mark(5, 5)));
+    assert!(mark_wakes(chan_mark(5, 4), chan_mark(6, 1)));
+    assert!(mark_wakes(ANY, chan_mark(5, 1)) && mark_wakes(chan_mark(5, 4), ANY));
+    assert_eq!(chan_mark(5, 1 << 52), ANY);
+}
+
 // ---------------------------------------------------------------- controls
 
 /// The control models, each expected to fail with one of the given messages. Loom's failure
@@ -537,6 +594,7 @@ const CONTROLS: &[(&str, &str)] = &[
     ),
     ("control_posted_no_drain", "Causality violation|slot"),
     ("control_doorbell_no_fences", "deadlock"),
+    ("control_marked_doorbell_low_marks", "deadlock"),
 ];
 
 #[test]
@@ -587,6 +645,12 @@ fn control_channel_no_fences() {
 #[ignore = "a control: must fail (run by controls_fail)"]
 fn control_doorbell_no_fences() {
     model(3, || doorbell_model(Weak::Fences));
+}
+
+#[test]
+#[ignore = "a control: must fail (run by controls_fail)"]
+fn control_marked_doorbell_low_marks() {
+    model(3, || marked_doorbell_model(true));
 }
 
 #[test]

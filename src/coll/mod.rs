@@ -24,6 +24,7 @@ use crate::comm::Comm;
 use crate::error::MpiResult;
 use crate::runtime::Job;
 use crate::shm::proto::ChanCtl;
+use crate::shm::proto::{chan_mark, ANY};
 use crate::shm::wait::{notify_all, Backoff};
 use std::future::Future;
 use std::pin::{pin, Pin};
@@ -79,11 +80,31 @@ impl<'a> Chan<'a> {
             if ctl.arrived(a, n, s, &mut first) {
                 Poll::Ready(())
             } else {
-                Poll::Pending
+                self.waits_for(s)
             }
         })
         .await;
         self.synced(s);
+    }
+
+    /// Wakes the other members that sleep waiting for a counter of this channel to reach
+    /// `s` or less: call after arriving at step `s`.
+    fn ring(&self, s: u64) {
+        notify_all(
+            &self.job.arena,
+            (0..self.n)
+                .filter(|&j| j != self.me)
+                .map(|j| self.comm.chan_members[j]),
+            chan_mark(self.comm.ctx, s),
+        );
+    }
+
+    /// `Poll::Pending`, for a wait that only a counter of this channel reaching `s` can
+    /// end: a blocking call that goes to sleep then asks to be woken only by such a
+    /// publication ([`block_on`]).
+    fn waits_for<T>(&self, s: u64) -> Poll<T> {
+        WANT.set(chan_mark(self.comm.ctx, s));
+        Poll::Pending
     }
 
     /// Records that every member reached step `s`.
@@ -143,12 +164,7 @@ impl<'a> Chan<'a> {
         let check = desc.map(|_| Check::new(s));
         self.ctl().arrive(a, self.me, s, desc);
         a.note_step(self.job.rank, s);
-        notify_all(
-            a,
-            (0..self.n)
-                .filter(|&j| j != self.me)
-                .map(|j| self.comm.chan_members[j]),
-        );
+        self.ring(s);
         AllArrived {
             ch: self,
             s,
@@ -304,7 +320,7 @@ impl Future for AllArrived<'_, '_> {
             }),
         };
         if !done {
-            return Poll::Pending;
+            return this.ch.waits_for(s);
         }
         match this.check.take() {
             Some(Check { err: Some(e), .. }) => Poll::Ready(Err(e)),
@@ -357,6 +373,12 @@ pub async fn turn(comm: &Comm, ticket: u64) -> Turn<'_> {
     Turn { comm }
 }
 
+thread_local! {
+    /// The wake mark (shm/proto.rs `chan_mark`) of what the collective polled last by
+    /// [`block_on`] waits for, or `ANY`.
+    static WANT: std::cell::Cell<u64> = const { std::cell::Cell::new(ANY) };
+}
+
 /// Runs a collective to completion in place: polls it, running the progress engine
 /// (point-to-point and outstanding nonblocking collectives) and backing off between
 /// polls, sleeping on the doorbell after a while.
@@ -381,15 +403,28 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
         if polls.is_multiple_of(8) {
             crate::p2p::progress();
         }
+        // What the collective waits for, if it says (`Chan::waits_for`): point-to-point
+        // publications and other channels' wake the rank regardless, so the engine's
+        // other operations still progress.
+        WANT.set(ANY);
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return v;
         }
-        b.pause(|| match fut.as_mut().poll(&mut cx) {
-            Poll::Ready(v) => {
-                out = Some(v);
-                true
+        let want = WANT.get();
+        b.pause_for(want, || {
+            WANT.set(ANY);
+            match fut.as_mut().poll(&mut cx) {
+                Poll::Ready(v) => {
+                    out = Some(v);
+                    true
+                }
+                // The re-check before sleeping may take the collective further (it
+                // arrives at its next step): then the rank would sleep with the mark of
+                // a wait that is over, and the publication it now waits for, of another
+                // step, would not wake it. Do not sleep; the loop polls again and sleeps
+                // with the new mark.
+                Poll::Pending => WANT.get() != want,
             }
-            Poll::Pending => false,
         });
         if let Some(v) = out.take() {
             return v;

@@ -23,7 +23,6 @@ use super::{bump, AllArrived, Chan, Check};
 use crate::error::MpiResult;
 use crate::p2p::UserBuf;
 use crate::shm::proto::POST_HDR;
-use crate::shm::wait::notify_all;
 use std::sync::atomic::Ordering;
 use std::task::Poll;
 
@@ -61,13 +60,18 @@ impl Chan<'_> {
         self.ctl().post(i, s) + POST_HDR
     }
 
-    /// Waits until this member may write its post entry for step `s`, and records the
-    /// lowest counter it saw.
+    /// Waits until this member may write its post entry for step `s` (whose previous
+    /// use, step `s - k`, everyone has read), and records the lowest counter it saw.
+    /// It waits for room for half the ring (every counter at `s - k/2` or beyond, which
+    /// the others reach with the steps already posted): a sender that got `k` steps
+    /// ahead then runs `k/2` more before it looks at the counters again, and one that
+    /// sleeps is woken once per `k/2` steps of the slowest member, not at each.
     async fn room(&self, s: u64) {
         let (ctl, a, n) = (self.ctl(), &self.job.arena, self.n);
-        let low = std::future::poll_fn(|_| match ctl.room(a, n, s) {
+        let half = ctl.post_k / 2;
+        let low = std::future::poll_fn(|_| match ctl.room(a, n, s + half - 1) {
             Some(low) => Poll::Ready(low),
-            None => Poll::Pending,
+            None => self.waits_for(s - half),
         })
         .await;
         self.synced(low);
@@ -94,12 +98,7 @@ impl Chan<'_> {
         let ctl = self.ctl();
         ctl.arrive_posted(a, self.me, s, desc.unwrap_or_default());
         a.note_step(self.job.rank, s);
-        notify_all(
-            a,
-            (0..self.n)
-                .filter(|&j| j != self.me)
-                .map(|j| self.comm.chan_members[j]),
-        );
+        self.ring(s);
         let wait = if may_run_ahead(self, desc.is_some()) {
             wait
         } else {
@@ -110,7 +109,7 @@ impl Chan<'_> {
             Wait::One(r) => {
                 let theirs = std::future::poll_fn(|_| match ctl.arrived_posted(a, r, s) {
                     Some(d) => Poll::Ready(d),
-                    None => Poll::Pending,
+                    None => self.waits_for(s),
                 })
                 .await;
                 if let Some(d) = desc.filter(|&d| d != theirs) {

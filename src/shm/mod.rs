@@ -203,6 +203,8 @@ pub const R_DOORBELL: usize = 0;
 pub const R_SLEEPING: usize = 4;
 pub const R_PID: usize = 8;
 pub const R_STATE: usize = 12;
+/// What the rank waits for while it sleeps (a wake mark, shm/proto.rs `chan_mark`).
+pub const R_WANT: usize = 16;
 /// What the rank is doing now, for hang reports: the MPI function's name (its own cache
 /// line: written on every call, read only by mpiexec), then the communicator of the
 /// current call and the last collective step it reached (another line). Both are kept

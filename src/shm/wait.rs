@@ -8,7 +8,7 @@
 //! with a release store, fences and then, if the target's `sleeping` is set, bumps the
 //! doorbell and wakes it.
 use super::proto::{self, Bell};
-use super::{Arena, R_DOORBELL, R_SLEEPING};
+use super::{Arena, R_DOORBELL, R_SLEEPING, R_WANT};
 use std::time::{Duration, Instant};
 
 /// Spin this long before yielding, when every rank has a core.
@@ -20,23 +20,33 @@ const LONELY: Duration = Duration::from_micros(30);
 /// A yield that took this long let another task run.
 const SWITCHED: Duration = Duration::from_micros(2);
 
+/// The longest sleep on the doorbell: it only bounds how long a dead peer goes
+/// unnoticed (`check_job_alive` runs after each sleep).
+const SLEEP: Duration = Duration::from_millis(20);
+
 /// The spin and yield phases: SPIN and YIELD unless `SHMPI_SPIN_US` / `SHMPI_YIELD_US`
 /// (microseconds) say otherwise. On the 2-CPU virtual machine of the benchmarks there are
 /// phases in which yielding does not let the awaited peer run and each step lasts until
 /// the waiter sleeps; YIELD bounds that stall (it was 300 µs).
 static TUNE: std::sync::LazyLock<(Duration, Duration, Duration)> = std::sync::LazyLock::new(|| {
-    let us = |k: &str, d: Duration| {
-        std::env::var(k)
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(d, Duration::from_micros)
-    };
     (
-        us("SHMPI_SPIN_US", SPIN),
-        us("SHMPI_YIELD_US", YIELD),
-        us("SHMPI_LONELY_US", LONELY),
+        env_us("SHMPI_SPIN_US", SPIN),
+        env_us("SHMPI_YIELD_US", YIELD),
+        env_us("SHMPI_LONELY_US", LONELY),
     )
 });
+
+/// SLEEP unless `SHMPI_SLEEP_US` says otherwise. The tests set it to many seconds, so
+/// that a lost wake-up shows as a test that runs out of time instead of a 20 ms stall.
+static SLEEP_MAX: std::sync::LazyLock<Duration> =
+    std::sync::LazyLock::new(|| env_us("SHMPI_SLEEP_US", SLEEP));
+
+fn env_us(k: &str, d: Duration) -> Duration {
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(d, Duration::from_micros)
+}
 
 /// How a rank waits, fixed at start-up.
 #[derive(Clone, Copy, Debug)]
@@ -116,6 +126,7 @@ pub fn bell_of(arena: &Arena, r: usize) -> Bell {
     Bell {
         bell: b + R_DOORBELL,
         sleeping: b + R_SLEEPING,
+        want: b + R_WANT,
     }
 }
 
@@ -125,12 +136,14 @@ pub fn notify(arena: &Arena, r: usize) {
     proto::ring_doorbells(arena, [bell_of(arena, r)], futex_wake);
 }
 
-/// Wakes every rank of `ranks` that sleeps (one fence for all of them).
+/// Wakes every rank of `ranks` that sleeps waiting for what publication `publ` (a wake
+/// mark, `proto::chan_mark`) may bring (one fence for all of them).
 #[inline]
-pub fn notify_all(arena: &Arena, ranks: impl IntoIterator<Item = usize>) {
-    proto::ring_doorbells(
+pub fn notify_all(arena: &Arena, ranks: impl IntoIterator<Item = usize>, publ: u64) {
+    proto::ring_doorbells_for(
         arena,
         ranks.into_iter().map(|r| bell_of(arena, r)),
+        publ,
         futex_wake,
     );
 }
@@ -161,6 +174,12 @@ impl<'a> Backoff<'a> {
     /// Waits a little. `recheck` is the awaited condition, evaluated again after the
     /// rank has announced that it will sleep (so a publisher cannot be missed).
     pub fn pause(&mut self, recheck: impl FnMut() -> bool) {
+        self.pause_for(proto::ANY, recheck)
+    }
+
+    /// As [`Backoff::pause`], for a condition that only a publication `p` with
+    /// `proto::mark_wakes(want, p)` can make true.
+    pub fn pause_for(&mut self, want: u64, recheck: impl FnMut() -> bool) {
         self.iter += 1;
         // A few pure spins first: a hand-off between running ranks takes well under a
         // microsecond.
@@ -201,8 +220,12 @@ impl<'a> Backoff<'a> {
         }
         crate::runtime::check_job_alive();
         // The timeout only bounds how long a dead peer goes unnoticed (check_job_alive).
-        proto::sleep_unless(self.arena, bell_of(self.arena, self.me), recheck, |w, v| {
-            futex_wait(w, v, Duration::from_millis(20))
-        });
+        proto::sleep_unless_for(
+            self.arena,
+            bell_of(self.arena, self.me),
+            want,
+            recheck,
+            |w, v| futex_wait(w, v, *SLEEP_MAX),
+        );
     }
 }
