@@ -397,6 +397,10 @@ fn main() -> ExitCode {
                         c
                     };
                     cmd.arg("-n").arg(np.to_string()).arg(exe(t)).args(&t.args);
+                    // A rank sleeps on its doorbell for up to 30 s instead of 20 ms: a
+                    // lost wake-up then runs the case out of time instead of costing a
+                    // stall nobody sees (a LIST entry may set its own).
+                    cmd.env("SHMPI_SLEEP_US", "30000000");
                     for (k, v) in &t.env {
                         if k == "SHMPI_DIRECT" && v == "require" && !shmpi::shm::peer::usable() {
                             // This system refuses process_vm_readv between siblings:

@@ -412,6 +412,10 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
         }
         let want = WANT.get();
         b.pause_for(want, || {
+            // Called only just before the rank sleeps: the rest of the engine may have
+            // work that needs no other rank (a queued send, the next segment of a
+            // rendezvous it was woken for), and nobody would wake the rank for it.
+            crate::p2p::progress();
             WANT.set(ANY);
             match fut.as_mut().poll(&mut cx) {
                 Poll::Ready(v) => {
