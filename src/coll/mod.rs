@@ -88,7 +88,7 @@ impl<'a> Chan<'a> {
     }
 
     /// Wakes the other members that sleep waiting for a counter of this channel to reach
-    /// `s` or less: call after arriving at step `s`.
+    /// `s` (or for anything): call after arriving at step `s`.
     fn ring(&self, s: u64) {
         notify_all(
             &self.job.arena,

@@ -26,7 +26,9 @@
 //!   every target whose `sleeping` is set. The two fences make this a Dekker pair: the
 //!   waiter sees the data or the publisher sees `sleeping`, so no wake-up is lost (the
 //!   model checks it with a futex whose wait has no timeout: a lost wake-up is a
-//!   deadlock).
+//!   deadlock). A waiter may also leave a wake mark ([`sleep_unless_for`]): then a
+//!   collective publication of another step of the same channel skips it
+//!   ([`ring_doorbells_for`]).
 //!
 //! Not modelled: the rendezvous pipe (the same head/tail pattern as the ring), the
 //! channel allocator, the job's abort record, and the process boundary itself (the
