@@ -38,6 +38,8 @@ pub struct Chan<'a> {
     pub n: usize,
     pub me: usize,
     pub slot_bytes: usize,
+    /// The channel's control words (their protocol: shm/proto.rs), read once.
+    ctl: ChanCtl,
 }
 
 impl<'a> Chan<'a> {
@@ -49,6 +51,7 @@ impl<'a> Chan<'a> {
             n: comm.chan_members.len(),
             me: comm.chan_me,
             slot_bytes: job.arena.lay.slot_bytes,
+            ctl: job.arena.chan_ctl(comm.ctx),
         })
     }
 
@@ -134,8 +137,8 @@ impl<'a> Chan<'a> {
     }
 
     /// The channel's control words (their protocol: shm/proto.rs).
-    fn ctl(&self) -> ChanCtl {
-        self.job.arena.chan_ctl(self.comm.ctx)
+    fn ctl(&self) -> &ChanCtl {
+        &self.ctl
     }
 
     /// Arrives at the next step; completes when every member has arrived. Never

@@ -207,6 +207,17 @@ pub(super) fn with_sources<'s, R>(
     g: impl FnOnce(&[&'s [u8]]) -> R,
 ) -> R {
     const ON_STACK: usize = 16;
+    // (the common small cases without filling the 16-slot array first)
+    if let [a, b] = contrib {
+        return g(&[f(*a), f(*b)]);
+    }
+    if contrib.len() <= 4 {
+        let mut buf: [&[u8]; 4] = [&[]; 4];
+        for (b, &i) in buf.iter_mut().zip(contrib) {
+            *b = f(i);
+        }
+        return g(&buf[..contrib.len()]);
+    }
     if contrib.len() <= ON_STACK {
         let mut buf: [&[u8]; ON_STACK] = [&[]; ON_STACK];
         for (b, &i) in buf.iter_mut().zip(contrib) {

@@ -136,10 +136,16 @@ impl Comm {
     }
 
     /// Takes the descriptor set for the current collective, if any.
+    #[inline]
     pub fn take_desc(&self) -> Option<crate::coll::agree::Pending> {
         if !self.desc_pending.load(Ordering::Acquire) {
             return None;
         }
+        self.take_pending_desc()
+    }
+
+    /// [`Comm::take_desc`] once it saw a descriptor pending.
+    fn take_pending_desc(&self) -> Option<crate::coll::agree::Pending> {
         self.desc_pending.store(false, Ordering::Relaxed);
         let w: [u64; 6] = std::array::from_fn(|i| self.desc_words[i].load(Ordering::Relaxed));
         let desc = crate::coll::agree::Desc {

@@ -464,12 +464,10 @@ impl Arena {
             LAST_CALL_NAME.store(id, Ordering::Relaxed);
             self.set_call(r, what);
         }
-        self.u32_at(self.lay.rank_block(r) + R_CALL_ACTIVE)
-            .store(1, Ordering::Relaxed);
-        self.i32_at(self.lay.rank_block(r) + R_CALL_COMM)
-            .store(comm, Ordering::Relaxed);
-        self.u64_at(self.lay.rank_block(r) + R_CALL_STEP)
-            .store(0, Ordering::Relaxed);
+        let b = self.lay.rank_block(r);
+        self.u32_at(b + R_CALL_ACTIVE).store(1, Ordering::Relaxed);
+        self.i32_at(b + R_CALL_COMM).store(comm, Ordering::Relaxed);
+        self.u64_at(b + R_CALL_STEP).store(0, Ordering::Relaxed);
     }
     /// Records that rank `r` left its MPI call.
     pub fn leave_call(&self, r: usize) {

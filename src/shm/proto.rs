@@ -303,7 +303,9 @@ impl ChanCtl {
 
     /// Offset of member `i`'s post entry for step `s` (header, then payload).
     pub fn post(&self, i: usize, s: u64) -> usize {
-        self.posts + (i * self.post_k as usize + (s % self.post_k) as usize) * self.post_entry
+        // `post_k` is a power of two (Layout): a mask, not a division, on every call.
+        debug_assert!(self.post_k.is_power_of_two());
+        self.posts + (i * self.post_k as usize + (s & (self.post_k - 1)) as usize) * self.post_entry
     }
 
     /// Member `me` arrives at step `s` (1, 2, ...): publishes `desc` (if any) for parity

@@ -254,7 +254,8 @@ fn bcast_plan(buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, com
     } else {
         st.output(buffer, n, &t, "buffer")?
     };
-    let desc = bcast_desc(t.handle, t.size, n, root);
+    let p = crate::datatype::predefined::lookup(t.handle);
+    let desc = bcast_desc(t.handle, p, t.size, n, root);
     Ok((
         c,
         Box::pin(async move {
@@ -292,7 +293,7 @@ fn bcast_now(
     // SAFETY: the standard requires `buffer` to hold `count` elements of `datatype`
     // (`bytes` bytes, contiguous); checked non-NULL and not MPI_IN_PLACE.
     let b = unsafe { UserBuf::new(buffer as *mut u8, bytes) };
-    let desc = bcast_desc(datatype, p.size, count as usize, root);
+    let desc = bcast_desc(datatype, Some(p), p.size, count as usize, root);
     let fut = std::pin::pin!(async {
         c.set_desc(desc);
         crate::coll::bcast::bcast(&c, b, root).await
@@ -301,9 +302,15 @@ fn bcast_now(
 }
 
 /// MPI_Bcast's agreement descriptor: count and type signature must agree on every rank
-/// (coll/agree.rs).
-fn bcast_desc(datatype: i32, size: usize, n: usize, root: usize) -> Desc {
-    let (sig, dtype) = match crate::datatype::predefined::lookup(datatype) {
+/// (coll/agree.rs). `p` is `datatype`'s predefined entry, if it has one.
+fn bcast_desc(
+    datatype: i32,
+    p: Option<&crate::datatype::predefined::Predef>,
+    size: usize,
+    n: usize,
+    root: usize,
+) -> Desc {
+    let (sig, dtype) = match p {
         Some(p) => (agree::signature_of(p), datatype as u32 as u64),
         None => (agree::signature(datatype), agree::ANY),
     };
