@@ -340,6 +340,15 @@ pub struct Turn<'a> {
     comm: &'a Comm,
 }
 
+impl<'a> Turn<'a> {
+    /// Takes the next ticket of `comm` and its turn at once: for a blocking call that
+    /// saw no collective in progress on `comm` (its ticket is the one served).
+    fn take(comm: &'a Comm) -> Turn<'a> {
+        ticket(comm);
+        Turn { comm }
+    }
+}
+
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
         // A collective that took no step leaves its descriptor unused: drop it.

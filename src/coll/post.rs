@@ -77,33 +77,106 @@ impl Chan<'_> {
         self.synced(low);
     }
 
+    /// Whether this member may write its post entry for step `s` now: the entry's
+    /// previous use, step `s - k`, must be read by everyone (every member has arrived at
+    /// the step after it). Looks at the counters (as [`Chan::room`] does) only when the
+    /// lowest it saw last is not enough.
+    fn room_now(&self, s: u64) -> bool {
+        let (ctl, a) = (self.ctl(), &self.job.arena);
+        let k = ctl.post_k;
+        if s <= k || self.comm.synced.load(Ordering::Relaxed) >= s + 1 - k {
+            return true;
+        }
+        match ctl.room(a, self.n, s + k / 2 - 1) {
+            Some(low) => {
+                self.synced(low);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// One posted step: `fill` writes this member's payload, then it arrives and waits
     /// as `wait` says. Returns the step's number (for `payload`).
     async fn post_step(&self, fill: impl FnOnce(&mut [u8]), wait: Wait) -> MpiResult<u64> {
         let pending = self.comm.take_desc();
         let s = self.comm.step.load(Ordering::Relaxed) + 1;
-        // The entry's previous use, step s - k, must be read by everyone: every member
-        // has arrived at the step after it.
-        let k = self.job.arena.lay.post_k;
-        if s > k && self.comm.synced.load(Ordering::Relaxed) < s + 1 - k {
+        if !self.room_now(s) {
             self.room(s).await;
         }
         let desc = pending
             .as_ref()
             .map(|d| super::agree::pack(d.desc.encode()));
+        let wait = self.post_arrive(s, desc, fill, wait);
+        self.post_wait(s, desc, wait).await?;
+        Ok(s)
+    }
+
+    /// A posted step of a blocking call, run in place when it can start at once: its
+    /// communicator has no collective in progress (so this one's turn is now) and the
+    /// member's post entry is free. Then it takes the turn, arrives with `desc` (the
+    /// agreement check's descriptor, made only if the communicator checks) and waits as
+    /// `wait` says. None: nothing was done, and the caller runs the collective the
+    /// general way (`run`), which waits for the turn and the room.
+    ///
+    /// This is [`Chan::post_step`] without the future around the whole collective, and
+    /// without the descriptor's trip through the communicator: most of a small call's
+    /// instructions.
+    fn post_step_now(
+        &self,
+        fill: impl FnOnce(&mut [u8]),
+        wait: Wait,
+        desc: impl FnOnce() -> super::agree::Desc,
+    ) -> Option<MpiResult<u64>> {
+        let comm = self.comm;
+        if comm.coll_serving.load(Ordering::Acquire) != comm.coll_ticket.load(Ordering::Relaxed) {
+            return None;
+        }
+        let s = comm.step.load(Ordering::Relaxed) + 1;
+        if !self.room_now(s) {
+            return None;
+        }
+        let _turn = super::Turn::take(comm);
+        let desc = comm
+            .checks_args()
+            .then(|| super::agree::pack(desc().encode()));
+        let wait = self.post_arrive(s, desc, fill, wait);
+        if let Wait::Nobody = wait {
+            return Some(Ok(s));
+        }
+        let waiting = std::pin::pin!(self.post_wait(s, desc, wait));
+        Some(super::block_on(waiting).map(|()| s))
+    }
+
+    /// The first half of posted step `s` (its post entry free): `fill` writes this
+    /// member's payload, then it arrives with `desc` and rings. Returns whom it waits
+    /// for: as `wait` says if it may run ahead, else everyone.
+    fn post_arrive(
+        &self,
+        s: u64,
+        desc: Option<[u64; 3]>,
+        fill: impl FnOnce(&mut [u8]),
+        wait: Wait,
+    ) -> Wait {
         fill(self.slice_mut(self.payload(self.me, s), self.post_payload()));
         bump(&self.comm.step, Ordering::Relaxed);
         self.comm.posted.store(s, Ordering::Relaxed);
         let a = &self.job.arena;
-        let ctl = self.ctl();
-        ctl.arrive_posted(a, self.me, s, desc.unwrap_or_default());
+        self.ctl()
+            .arrive_posted(a, self.me, s, desc.unwrap_or_default());
         a.note_step(self.job.rank, s);
         self.ring(s);
-        let wait = if may_run_ahead(self, desc.is_some()) {
+        if may_run_ahead(self, desc.is_some()) {
             wait
         } else {
             Wait::All
-        };
+        }
+    }
+
+    /// The second half of posted step `s`: waits for the members `wait` names and
+    /// compares their descriptors with `desc`.
+    async fn post_wait(&self, s: u64, desc: Option<[u64; 3]>, wait: Wait) -> MpiResult<()> {
+        let (ctl, a) = (self.ctl(), &self.job.arena);
         match wait {
             Wait::Nobody => {}
             Wait::One(r) => {
@@ -135,29 +208,69 @@ impl Chan<'_> {
                 self.synced(s);
             }
         }
-        Ok(s)
+        Ok(())
     }
 }
 
 /// MPI_Bcast of `buf` (at most `post_payload()` bytes) from channel member `root`.
 pub async fn bcast(ch: &Chan<'_>, buf: &UserBuf, root: usize) -> MpiResult<()> {
-    let total = buf.len();
+    let (fill, wait) = bcast_roles(ch, buf, root);
+    let s = ch.post_step(fill, wait).await?;
+    bcast_out(ch, buf, root, s);
+    Ok(())
+}
+
+/// [`bcast`] of a blocking call in place, if it can start at once
+/// ([`Chan::post_step_now`]); None: nothing was done. `desc` makes the agreement
+/// descriptor.
+pub fn bcast_now(
+    comm: &crate::comm::Comm,
+    buf: &UserBuf,
+    root: usize,
+    desc: impl FnOnce() -> super::agree::Desc,
+) -> Option<MpiResult<()>> {
+    if comm.chan_members.len() == 1 {
+        return None;
+    }
+    let ch = Chan::new(comm).ok()?;
+    if buf.len() > ch.post_payload() {
+        return None;
+    }
+    let (fill, wait) = bcast_roles(&ch, buf, root);
+    Some(
+        ch.post_step_now(fill, wait, desc)?
+            .map(|s| bcast_out(&ch, buf, root, s)),
+    )
+}
+
+/// What a member of MPI_Bcast posts (the root its vector) and whom it waits for (a
+/// non-root for the root).
+fn bcast_roles<'b>(
+    ch: &Chan<'_>,
+    buf: &'b UserBuf,
+    root: usize,
+) -> (impl FnOnce(&mut [u8]) + 'b, Wait) {
     let is_root = ch.me == root;
-    let wait = if is_root {
-        Wait::Nobody
-    } else {
-        Wait::One(root)
-    };
-    let fill = |dst: &mut [u8]| {
+    let fill = move |dst: &mut [u8]| {
         if is_root {
-            buf.read_at(0, &mut dst[..total])
+            buf.read_at(0, &mut dst[..buf.len()])
         }
     };
-    let s = ch.post_step(fill, wait).await?;
-    if !is_root && total > 0 {
-        buf.write_at(0, ch.slice(ch.payload(root, s), total));
+    (
+        fill,
+        if is_root {
+            Wait::Nobody
+        } else {
+            Wait::One(root)
+        },
+    )
+}
+
+/// A non-root of MPI_Bcast copies the root's payload of step `s` out.
+fn bcast_out(ch: &Chan<'_>, buf: &UserBuf, root: usize, s: u64) {
+    if ch.me != root && !buf.is_empty() {
+        buf.write_at(0, ch.slice(ch.payload(root, s), buf.len()));
     }
-    Ok(())
 }
 
 /// MPI_Reduce of `total` bytes (at most `post_payload()`): the member whose `part`
@@ -168,18 +281,58 @@ pub async fn reduce(
     red: &Reduction<'_>,
     part: &Part,
 ) -> MpiResult<()> {
-    let is_root = part.hi > part.lo;
-    // With nothing to reduce the root is not told apart: everyone waits, so that a rank
-    // that passed another count still sees the disagreement.
-    let wait = if is_root || total == 0 {
+    let s = ch
+        .post_step(
+            |dst| part.input(0, &mut dst[..total]),
+            reduce_wait(total, part),
+        )
+        .await?;
+    reduce_out(ch, total, red, part, s)
+}
+
+/// [`reduce`] of a blocking call on an intracommunicator in place, if it can start at
+/// once ([`Chan::post_step_now`]); None: nothing was done. `desc` makes the agreement
+/// descriptor.
+pub fn reduce_now(
+    comm: &crate::comm::Comm,
+    total: usize,
+    red: &Reduction<'_>,
+    part: &Part,
+    desc: impl FnOnce() -> super::agree::Desc,
+) -> Option<MpiResult<()>> {
+    if comm.chan_members.len() == 1 || comm.is_inter() {
+        return None;
+    }
+    let ch = Chan::new(comm).ok()?;
+    if total > ch.post_payload() {
+        return None;
+    }
+    let fill = |dst: &mut [u8]| part.input(0, &mut dst[..total]);
+    let s = ch.post_step_now(fill, reduce_wait(total, part), desc)?;
+    Some(s.and_then(|s| reduce_out(&ch, total, red, part, s)))
+}
+
+/// Whom a member of MPI_Reduce waits for: the root everyone, the others nobody. With
+/// nothing to reduce the root is not told apart: everyone waits, so that a rank that
+/// passed another count still sees the disagreement.
+fn reduce_wait(total: usize, part: &Part) -> Wait {
+    if part.hi > part.lo || total == 0 {
         Wait::All
     } else {
         Wait::Nobody
-    };
-    let s = ch
-        .post_step(|dst| part.input(0, &mut dst[..total]), wait)
-        .await?;
-    if is_root {
+    }
+}
+
+/// The root of MPI_Reduce folds everyone's payload of step `s`, in canonical order, into
+/// its receive buffer.
+fn reduce_out(
+    ch: &Chan<'_>,
+    total: usize,
+    red: &Reduction<'_>,
+    part: &Part,
+    s: u64,
+) -> MpiResult<()> {
+    if part.hi > part.lo {
         let out = &mut part.recv.as_mut_slice()[..total];
         with_sources(
             &members(ch.n),

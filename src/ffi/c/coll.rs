@@ -358,7 +358,7 @@ fn reduce_now<C: Into<i64> + Copy>(
             },
         ),
     };
-    let desc = Desc {
+    let desc = || Desc {
         kind: kind_of(name),
         root,
         op: op_h as u32 as u64,
@@ -376,6 +376,12 @@ fn reduce_now<C: Into<i64> + Copy>(
         extent: p.extent,
     };
     let part = Part { send, recv, lo, hi };
+    if kind == Kind::Rooted {
+        if let Some(r) = crate::coll::post::reduce_now(&c, total, &red, &part, desc) {
+            return Some(r);
+        }
+    }
+    let desc = desc();
     // Pinned where it is made: moving the engine's future into `run` would copy its
     // whole state (a large part of a small call).
     let fut = std::pin::pin!(async {

@@ -293,7 +293,11 @@ fn bcast_now(
     // SAFETY: the standard requires `buffer` to hold `count` elements of `datatype`
     // (`bytes` bytes, contiguous); checked non-NULL and not MPI_IN_PLACE.
     let b = unsafe { UserBuf::new(buffer as *mut u8, bytes) };
-    let desc = bcast_desc(datatype, Some(p), p.size, count as usize, root);
+    let desc = || bcast_desc(datatype, Some(p), p.size, count as usize, root);
+    if let Some(r) = crate::coll::post::bcast_now(&c, &b, root, desc) {
+        return Some(r);
+    }
+    let desc = desc();
     let fut = std::pin::pin!(async {
         c.set_desc(desc);
         crate::coll::bcast::bcast(&c, b, root).await
