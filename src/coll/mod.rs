@@ -174,6 +174,7 @@ impl<'a> Chan<'a> {
             first: 0,
             check,
             posted: false,
+            mine: [0; 3],
         }
         .await
     }
@@ -251,6 +252,8 @@ struct AllArrived<'a, 'b> {
     check: Option<Check>,
     /// A posted step (coll/post.rs): each member's post entry is looked at first.
     posted: bool,
+    /// This member's descriptor in a posted step (what its own entry says).
+    mine: [u64; 3],
 }
 
 /// The agreement check of a first step, done while waiting: each member's descriptor
@@ -307,11 +310,18 @@ impl Future for AllArrived<'_, '_> {
         let done = match &mut this.check {
             _ if this.posted => {
                 while this.first < n {
-                    let Some(d) = ctl.arrived_posted(a, this.first, s) else {
-                        break;
+                    let i = this.first;
+                    // (this member's own entry holds `mine`: no need to look)
+                    let d = if i == this.ch.me {
+                        this.mine
+                    } else {
+                        let Some(d) = ctl.arrived_posted(a, i, s) else {
+                            break;
+                        };
+                        d
                     };
                     if let Some(c) = this.check.as_mut() {
-                        c.seen(this.first, d);
+                        c.seen(i, d);
                     }
                     this.first += 1;
                 }

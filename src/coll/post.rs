@@ -144,8 +144,7 @@ impl Chan<'_> {
         if let Wait::Nobody = wait {
             return Some(Ok(s));
         }
-        let waiting = std::pin::pin!(self.post_wait(s, desc, wait));
-        Some(super::block_on(waiting).map(|()| s))
+        Some(self.post_wait_now(s, desc, wait).map(|()| s))
     }
 
     /// The first half of posted step `s` (its post entry free): `fill` writes this
@@ -176,39 +175,58 @@ impl Chan<'_> {
     /// The second half of posted step `s`: waits for the members `wait` names and
     /// compares their descriptors with `desc`.
     async fn post_wait(&self, s: u64, desc: Option<[u64; 3]>, wait: Wait) -> MpiResult<()> {
-        let (ctl, a) = (self.ctl(), &self.job.arena);
         match wait {
-            Wait::Nobody => {}
-            Wait::One(r) => {
-                let theirs = std::future::poll_fn(|_| match ctl.arrived_posted(a, r, s) {
-                    Some(d) => Poll::Ready(d),
-                    None => self.waits_for(s),
-                })
-                .await;
-                if let Some(d) = desc.filter(|&d| d != theirs) {
-                    let size_of = |h: i32| crate::datatype::info(h).map_or(0, |x| x.0);
-                    use super::agree::{unpack, Desc};
-                    if let Some(e) =
-                        Desc::disagreement(r, unpack(theirs), self.me, unpack(d), size_of)
-                    {
-                        return Err(e);
-                    }
-                }
-            }
+            Wait::Nobody => Ok(()),
+            Wait::One(r) => std::future::poll_fn(|_| self.one_arrived(r, s, desc)).await,
             Wait::All => {
-                // As an ordinary step's wait, looking at the post entries first.
-                AllArrived {
-                    ch: self,
-                    s,
-                    first: 0,
-                    check: desc.map(|_| Check::new(s)),
-                    posted: true,
-                }
-                .await?;
+                self.all_arrived(s, desc).await?;
                 self.synced(s);
+                Ok(())
             }
         }
-        Ok(())
+    }
+
+    /// [`Chan::post_wait`] of a blocking call (`post_step_now`): the same waits,
+    /// without an `async fn`'s state around them.
+    fn post_wait_now(&self, s: u64, desc: Option<[u64; 3]>, wait: Wait) -> MpiResult<()> {
+        match wait {
+            Wait::Nobody => Ok(()),
+            Wait::One(r) => super::block_on(std::future::poll_fn(|_| self.one_arrived(r, s, desc))),
+            Wait::All => {
+                super::block_on(self.all_arrived(s, desc))?;
+                self.synced(s);
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether member `r` arrived at posted step `s`, and if it did, whether its
+    /// descriptor agrees with `desc` (this member's, if it checks).
+    fn one_arrived(&self, r: usize, s: u64, desc: Option<[u64; 3]>) -> Poll<MpiResult<()>> {
+        let Some(theirs) = self.ctl().arrived_posted(&self.job.arena, r, s) else {
+            return self.waits_for(s);
+        };
+        if let Some(d) = desc.filter(|&d| d != theirs) {
+            let size_of = |h: i32| crate::datatype::info(h).map_or(0, |x| x.0);
+            use super::agree::{unpack, Desc};
+            if let Some(e) = Desc::disagreement(r, unpack(theirs), self.me, unpack(d), size_of) {
+                return Poll::Ready(Err(e));
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// The wait for everyone at posted step `s`: an ordinary step's, looking at the post
+    /// entries first.
+    fn all_arrived(&self, s: u64, desc: Option<[u64; 3]>) -> AllArrived<'_, '_> {
+        AllArrived {
+            ch: self,
+            s,
+            first: 0,
+            check: desc.map(|_| Check::new(s)),
+            posted: true,
+            mine: desc.unwrap_or_default(),
+        }
     }
 }
 
