@@ -186,17 +186,30 @@ static void one_call(MPI_Comm comm, int call, int big_every) {
         MPI_Type_free(&vec);
         break;
     }
-    case 6: { /* MPI_Ibcast and MPI_Ireduce, completed together */
+    case 6: { /* MPI_Ibcast and MPI_Ireduce, completed together; and, while they are
+               * outstanding, a blocking MPI_Reduce and MPI_Bcast, which must wait for
+               * their turn (a blocking call runs in place only when none is pending) */
         MPI_Request rq[2];
         for (int i = 0; i < count; i++) buf[i] = me == root ? value(call, root, i) : 1;
         int x = value(call + 1, me, 0), y = -1, e = 0;
         for (int r = 0; r < n; r++) e += value(call + 1, r, 0);
         MPI_Ibcast(buf, count, MPI_INT, root, comm, &rq[0]);
         MPI_Ireduce(&x, &y, 1, MPI_INT, MPI_SUM, (root + 1) % n, comm, &rq[1]);
+        int blocking = (h >> 41) & 1, x2 = value(call + 2, me, 0), y2 = -1, e2 = 0, b2 = -1;
+        if (blocking) {
+            for (int r = 0; r < n; r++) e2 += value(call + 2, r, 0);
+            MPI_Reduce(&x2, &y2, 1, MPI_INT, MPI_SUM, (root + 2) % n, comm);
+            b2 = me == root ? x2 : -1;
+            MPI_Bcast(&b2, 1, MPI_INT, root, comm);
+        }
         MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
         for (int i = 0; i < count; i++)
             CHECK(buf[i] == value(call, root, i), "call %d: ibcast[%d]", call, i);
         if (me == (root + 1) % n) CHECK(y == e, "call %d: ireduce %d, expected %d", call, y, e);
+        if (blocking) {
+            if (me == (root + 2) % n) CHECK(y2 == e2, "call %d: reduce behind ireduce %d, expected %d", call, y2, e2);
+            CHECK(b2 == value(call + 2, root, 0), "call %d: bcast behind ireduce %d", call, b2);
+        }
         break;
     }
     default: { /* MPI_Bcast of doubles from a persistent request, started twice */
