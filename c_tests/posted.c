@@ -4,8 +4,9 @@
  *
  * - senders 300 calls ahead of a sleeping receiver (so they wait for room in the
  *   256-entry ring), and long runs of posted calls
- *   with roots, sizes (0-1040 bytes: posted up to 992 at 8 ranks or fewer), ops and
- *   datatypes changing from call to call;
+ *   with roots, sizes (0-8800 bytes: one posted step up to 992 at 8 ranks or fewer, a
+ *   chain of them up to 8 KiB with more ranks than CPUs), ops and datatypes changing
+ *   from call to call;
  * - ordinary collectives in between (MPI_Allreduce, MPI_Barrier, a large MPI_Bcast and
  *   MPI_Reduce, MPI_Gather), which must first let every rank reach the last posted call;
  * - ranks delayed at random, so that the senders are really ahead;
@@ -71,8 +72,10 @@ static void one_call(MPI_Comm comm, int call, int big_every) {
     unsigned long long h = mix((unsigned)call);
     int root = (int)(h % (unsigned)n);
     int count = (int)((h >> 8) % 261); /* 0..260 ints: both sides of the 992-byte limit */
+    if ((h >> 44) % 4 == 0) /* up to 2200 ints: both sides of the 8 KiB chain limit */
+        count = 261 + (int)((h >> 8) % 1940);
     int kind = (int)((h >> 16) % 8);
-    int buf[264], res[264], exp[264];
+    static int buf[2204], res[2204], exp[2204];
     maybe_sleep(call);
     if (big_every && call % big_every == big_every - 1) {
         /* An ordinary collective in between. */
@@ -213,7 +216,7 @@ static void one_call(MPI_Comm comm, int call, int big_every) {
         break;
     }
     default: { /* MPI_Bcast of doubles from a persistent request, started twice */
-        double d[132];
+        double d[1102];
         MPI_Request rq;
         int c = count / 2;
         MPI_Bcast_init(d, c, MPI_DOUBLE, root, comm, MPI_INFO_NULL, &rq);

@@ -3,7 +3,8 @@
 //! synchronisation per chunk, two copies per receiver (root -> slot -> receiver).
 //! From 32 KiB, with no more members than CPUs, the data may instead go directly between
 //! the processes' buffers (coll/direct.rs). Up to `Chan::post_payload` bytes it goes in one
-//! posted step, where the root does not wait for the others (coll/post.rs).
+//! posted step, where the root does not wait for the others (coll/post.rs); with more
+//! members than CPUs, up to 8 KiB in a chain of them (`Chan::post_limit`).
 use super::Chan;
 use crate::comm::Comm;
 use crate::error::MpiResult;
@@ -14,7 +15,7 @@ pub async fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
         return Ok(());
     }
     let ch = Chan::new(comm)?;
-    if buf.len() <= ch.post_payload() {
+    if buf.len() <= ch.post_limit(ch.post_payload()) {
         return super::post::bcast(&ch, &buf, root).await;
     }
     ch.settle().await;

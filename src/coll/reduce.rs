@@ -167,7 +167,7 @@ pub async fn reduce_vector(
     if ch.n > 1
         && kind == super::direct::Kind::Rooted
         && !comm.is_inter()
-        && total <= ch.post_payload()
+        && total <= ch.post_limit(super::post::reduce_piece(ch.post_payload(), red.extent))
     {
         return super::post::reduce(&ch, total, red, part).await;
     }
