@@ -64,9 +64,10 @@ impl Chan<'_> {
     /// reduction): one step's payload, or, with more members than CPUs, a chain of up to
     /// [`CHAIN_BYTES`] in at most an eighth of the post ring. There an ordinary step
     /// needs every member to run before any can return, while a chain lets the senders
-    /// go on: back-to-back 4 KiB MPI_Bcast at 8 ranks on 2 CPUs took 6-7 µs in five
-    /// steps, 12-16 in one ordinary step; 8 KiB 7-8 against 13-23, 16 KiB (not chained)
-    /// 12-13 against 15-16. The answer is the same at every member.
+    /// go on: back-to-back 4 KiB MPI_Bcast at 8 ranks on 2 CPUs took 3-4 µs in five
+    /// steps, 12-16 in one ordinary step; 8 KiB 5-7 against 14-17. (16 KiB, beyond the
+    /// limit, took 12-13 in a 17-step chain against 15-16.) The answer is the same at
+    /// every member.
     pub fn post_limit(&self, piece: usize) -> usize {
         let m = self.post_payload();
         if piece == 0 || self.n <= super::direct::cpus_online() {
@@ -252,16 +253,10 @@ impl Chan<'_> {
 }
 
 /// MPI_Bcast of `buf` (at most `post_limit(post_payload())` bytes) from channel member
-/// `root`: one posted step per `post_payload()` bytes.
+/// `root`: one posted step per `post_payload()` bytes (one for an empty vector).
 pub async fn bcast(ch: &Chan<'_>, buf: &UserBuf, root: usize) -> MpiResult<()> {
     let m = ch.post_payload();
-    if buf.len() <= m {
-        let (fill, wait) = bcast_roles(ch, buf, root);
-        let s = ch.post_step(fill, wait).await?;
-        bcast_out(ch, buf, root, s);
-        return Ok(());
-    }
-    for lo in (0..buf.len()).step_by(m) {
+    for lo in (0..buf.len().max(1)).step_by(m) {
         let piece = buf.sub(lo, m.min(buf.len() - lo));
         let (fill, wait) = bcast_roles(ch, &piece, root);
         let s = ch.post_step(fill, wait).await?;
@@ -333,6 +328,7 @@ pub async fn reduce(
     part: &Part,
 ) -> MpiResult<()> {
     let m = ch.post_payload();
+    // (one step for an empty vector too)
     let piece = if total <= m {
         total.max(1)
     } else {
