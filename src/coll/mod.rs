@@ -173,8 +173,7 @@ impl<'a> Chan<'a> {
             s,
             first: 0,
             check,
-            posted: false,
-            mine: [0; 3],
+            posted: None,
         }
         .await
     }
@@ -250,10 +249,9 @@ struct AllArrived<'a, 'b> {
     s: u64,
     first: usize,
     check: Option<Check>,
-    /// A posted step (coll/post.rs): each member's post entry is looked at first.
-    posted: bool,
-    /// This member's descriptor in a posted step (what its own entry says).
-    mine: [u64; 3],
+    /// A posted step (coll/post.rs), with this member's descriptor (what its own entry
+    /// says): each other member's post entry is looked at first.
+    posted: Option<[u64; 3]>,
 }
 
 /// The agreement check of a first step, done while waiting: each member's descriptor
@@ -308,12 +306,12 @@ impl Future for AllArrived<'_, '_> {
         let a = &self.ch.job.arena;
         let this = &mut *self;
         let done = match &mut this.check {
-            _ if this.posted => {
+            _ if this.posted.is_some() => {
                 while this.first < n {
                     let i = this.first;
-                    // (this member's own entry holds `mine`: no need to look)
+                    // (this member's own entry holds what `posted` says: no need to look)
                     let d = if i == this.ch.me {
-                        this.mine
+                        this.posted.unwrap_or_default()
                     } else {
                         let Some(d) = ctl.arrived_posted(a, i, s) else {
                             break;

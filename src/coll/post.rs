@@ -89,20 +89,21 @@ impl Chan<'_> {
     /// ahead then runs `k/2` more before it looks at the counters again, and one that
     /// sleeps is woken once per `k/2` steps of the slowest member, not at each.
     async fn room(&self, s: u64) {
-        let (ctl, a, n) = (self.ctl(), &self.job.arena, self.n);
-        let half = ctl.post_k / 2;
-        let low = std::future::poll_fn(|_| match ctl.room(a, n, s + half - 1) {
-            Some(low) => Poll::Ready(low),
-            None => self.waits_for(s - half),
+        let half = self.ctl().post_k / 2;
+        std::future::poll_fn(|_| {
+            if self.room_now(s) {
+                Poll::Ready(())
+            } else {
+                self.waits_for(s - half)
+            }
         })
-        .await;
-        self.synced(low);
+        .await
     }
 
     /// Whether this member may write its post entry for step `s` now: the entry's
     /// previous use, step `s - k`, must be read by everyone (every member has arrived at
-    /// the step after it). Looks at the counters (as [`Chan::room`] does) only when the
-    /// lowest it saw last is not enough.
+    /// the step after it). Looks at the counters only when the lowest it saw last is not
+    /// enough, and then asks for room for half the ring (see [`Chan::room`]).
     fn room_now(&self, s: u64) -> bool {
         let (ctl, a) = (self.ctl(), &self.job.arena);
         let k = ctl.post_k;
@@ -123,9 +124,7 @@ impl Chan<'_> {
     async fn post_step(&self, fill: impl FnOnce(&mut [u8]), wait: Wait) -> MpiResult<u64> {
         let pending = self.comm.take_desc();
         let s = self.comm.step.load(Ordering::Relaxed) + 1;
-        if !self.room_now(s) {
-            self.room(s).await;
-        }
+        self.room(s).await;
         let desc = pending
             .as_ref()
             .map(|d| super::agree::pack(d.desc.encode()));
@@ -246,8 +245,7 @@ impl Chan<'_> {
             s,
             first: 0,
             check: desc.map(|_| Check::new(s)),
-            posted: true,
-            mine: desc.unwrap_or_default(),
+            posted: Some(desc.unwrap_or_default()),
         }
     }
 }
