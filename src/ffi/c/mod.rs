@@ -9,6 +9,7 @@ pub mod datatype;
 pub mod greq;
 pub mod info;
 pub mod init;
+pub mod mem;
 pub mod neighbor;
 pub mod op;
 pub mod p2p;
