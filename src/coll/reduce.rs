@@ -30,6 +30,9 @@ pub struct Reduction<'a> {
     pub f: RedFn<'a>,
     pub commutative: bool,
     pub extent: usize,
+    /// The same operation as a one-pass fold of several sources, where there is one
+    /// (some predefined ops on predefined datatypes: op::predefined_multi).
+    pub multi: Option<crate::op::kernels::MultiKernel>,
 }
 
 /// Vectors up to this many bytes take the one-step path.
@@ -118,6 +121,11 @@ const FOLD_BLOCK: usize = 8 << 10;
 /// Folds `srcs` (in rank order) into `acc` as the module comment says. `acc` must not
 /// overlap any source.
 pub(crate) fn fold(red: &Reduction<'_>, srcs: &[&[u8]], acc: &mut [u8]) -> MpiResult<()> {
+    if let Some(m) = red.multi.filter(|_| red.commutative) {
+        // (the same order, in one pass over every source and the accumulator)
+        m(srcs, acc);
+        return Ok(());
+    }
     let n = srcs.len();
     if n == 0 {
         return Ok(());

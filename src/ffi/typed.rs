@@ -528,10 +528,23 @@ impl RedData {
         &self,
         f: crate::coll::reduce::RedFn<'a>,
     ) -> crate::coll::reduce::Reduction<'a> {
+        // The one-pass fold where the engine's bytes are predefined elements: a
+        // predefined datatype as it is, or a derived one packed into its basic type.
+        let multi = match (&self.op, self.mode, self.basic) {
+            (crate::op::OpRef::Builtin(b), RedMode::Native, _) => {
+                crate::datatype::predefined::lookup(self.t.handle)
+                    .and_then(|p| crate::op::predefined_multi(*b, p))
+            }
+            (crate::op::OpRef::Builtin(b), RedMode::Packed, Some((p, _))) => {
+                crate::op::predefined_multi(*b, p)
+            }
+            _ => None,
+        };
         crate::coll::reduce::Reduction {
             f,
             commutative: crate::op::is_commutative(&self.op),
             extent: self.elem,
+            multi,
         }
     }
 }

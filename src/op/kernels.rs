@@ -431,6 +431,156 @@ fn bytewise(op: BuiltinOp, l: SimdLevel) -> Option<Kernel> {
 }
 
 // ---------------------------------------------------------------------------------------
+// Folds of several sources
+
+/// A fold of several sources in one pass: `out = s[k-1] op (... op (s[1] op s[0]))`,
+/// element-wise (the collectives' fold order for a commutative operation, coll/reduce.rs
+/// `fold`), each step the binary kernel's `combine`, so the bits are those of a copy of
+/// `s[0]` followed by `k - 1` binary kernel calls. All slices hold the same whole number
+/// of elements; `out` overlaps no source.
+pub type MultiKernel = fn(srcs: &[&[u8]], out: &mut [u8]);
+
+/// Elements per tile of [`MultiKernel`]s: at 8 bytes, eight AVX2 registers.
+const TILE: usize = 32;
+
+#[inline(always)]
+fn map_n<T: Elt<N> + Combine, const N: usize, const OP: u8>(srcs: &[&[u8]], out: &mut [u8]) {
+    let Some((first, rest)) = srcs.split_first() else {
+        return;
+    };
+    let (o, _) = out.as_chunks_mut::<N>();
+    let (s0, _) = first.as_chunks::<N>();
+    if let [s1] = rest {
+        // (two sources, the common case, and short vectors: one plain loop)
+        let (s1, _) = s1.as_chunks::<N>();
+        for ((o, a), b) in o.iter_mut().zip(s0).zip(s1) {
+            *o = T::combine::<OP>(T::get(*b), T::get(*a)).put();
+        }
+        return;
+    }
+    let len = o.len().min(s0.len());
+    let tiles = len / TILE * TILE;
+    for i in (0..tiles).step_by(TILE) {
+        let t0 = &s0[i..i + TILE];
+        let mut r: [T; TILE] = std::array::from_fn(|j| T::get(t0[j]));
+        for s in rest {
+            let (x, _) = s.as_chunks::<N>();
+            for (r, x) in r.iter_mut().zip(&x[i..i + TILE]) {
+                *r = T::combine::<OP>(T::get(*x), *r);
+            }
+        }
+        for (o, r) in o[i..i + TILE].iter_mut().zip(r) {
+            *o = r.put();
+        }
+    }
+    for i in tiles..len {
+        let mut r = T::get(s0[i]);
+        for s in rest {
+            let (x, _) = s.as_chunks::<N>();
+            r = T::combine::<OP>(T::get(x[i]), r);
+        }
+        o[i] = r.put();
+    }
+}
+
+fn m_base<T: Elt<N> + Combine, const N: usize, const OP: u8>(srcs: &[&[u8]], out: &mut [u8]) {
+    map_n::<T, N, OP>(srcs, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn m_avx2_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(srcs: &[&[u8]], out: &mut [u8]) {
+    map_n::<T, N, OP>(srcs, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn m_avx2<T: Elt<N> + Combine, const N: usize, const OP: u8>(srcs: &[&[u8]], out: &mut [u8]) {
+    // SAFETY: handed out by `pick_multi` only when `simd_level()` found AVX2 on this CPU.
+    unsafe { m_avx2_inner::<T, N, OP>(srcs, out) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+fn m_avx512_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(
+    srcs: &[&[u8]],
+    out: &mut [u8],
+) {
+    map_n::<T, N, OP>(srcs, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn m_avx512<T: Elt<N> + Combine, const N: usize, const OP: u8>(srcs: &[&[u8]], out: &mut [u8]) {
+    // SAFETY: handed out by `pick_multi` only at `SimdLevel::Avx512`, which
+    // `simd_level()` reports only when the CPU has AVX-512 F/BW/VL/DQ.
+    unsafe { m_avx512_inner::<T, N, OP>(srcs, out) }
+}
+
+fn pick_multi<T: Elt<N> + Combine, const N: usize, const OP: u8>(level: SimdLevel) -> MultiKernel {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 => m_avx2::<T, N, OP>,
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx512 => m_avx512::<T, N, OP>,
+        _ => m_base::<T, N, OP>,
+    }
+}
+
+/// The integer ops, but MAX/MIN where `minmax` is false (64-bit below AVX-512: the
+/// generic loop does not vectorise them, module `avx2` has the binary kernels).
+fn multi_int<T: Elt<N> + Combine, const N: usize>(
+    op: BuiltinOp,
+    l: SimdLevel,
+    minmax: bool,
+) -> Option<MultiKernel> {
+    Some(match op {
+        BuiltinOp::Max if minmax => pick_multi::<T, N, MAX>(l),
+        BuiltinOp::Min if minmax => pick_multi::<T, N, MIN>(l),
+        BuiltinOp::Sum => pick_multi::<T, N, SUM>(l),
+        BuiltinOp::Prod => pick_multi::<T, N, PROD>(l),
+        BuiltinOp::Land => pick_multi::<T, N, LAND>(l),
+        BuiltinOp::Lor => pick_multi::<T, N, LOR>(l),
+        BuiltinOp::Lxor => pick_multi::<T, N, LXOR>(l),
+        BuiltinOp::Band => pick_multi::<T, N, BAND>(l),
+        BuiltinOp::Bor => pick_multi::<T, N, BOR>(l),
+        BuiltinOp::Bxor => pick_multi::<T, N, BXOR>(l),
+        _ => return None,
+    })
+}
+
+/// The [`MultiKernel`] of predefined `op` on elements `elem` (a pair the standard
+/// defines: the caller checks), where one computes what the binary kernel does: SUM
+/// and PROD on floating point, the integer ops (64-bit MAX/MIN only with AVX-512), the
+/// logical ops on C_BOOL and LOGICAL, the bitwise ops on MPI_BYTE. `None` for the rest
+/// (float MAX/MIN, complex, pairs, long double, binary16): they fold with the binary
+/// kernel.
+pub fn multi_kernel(op: BuiltinOp, elem: Elem) -> Option<MultiKernel> {
+    let l = simd_level();
+    let wide_minmax = l >= SimdLevel::Avx512;
+    match elem {
+        Elem::I8 => multi_int::<i8, 1>(op, l, true),
+        Elem::I16 => multi_int::<i16, 2>(op, l, true),
+        Elem::I32 => multi_int::<i32, 4>(op, l, true),
+        Elem::I64 => multi_int::<i64, 8>(op, l, wide_minmax),
+        Elem::U8 | Elem::Byte | Elem::CBool => multi_int::<u8, 1>(op, l, true),
+        Elem::U16 => multi_int::<u16, 2>(op, l, true),
+        Elem::U32 => multi_int::<u32, 4>(op, l, true),
+        Elem::U64 => multi_int::<u64, 8>(op, l, wide_minmax),
+        Elem::FLogical => multi_int::<i32, 4>(op, l, true),
+        Elem::F32 => match op {
+            BuiltinOp::Sum => Some(pick_multi::<f32, 4, SUM>(l)),
+            BuiltinOp::Prod => Some(pick_multi::<f32, 4, PROD>(l)),
+            _ => None,
+        },
+        Elem::F64 => match op {
+            BuiltinOp::Sum => Some(pick_multi::<f64, 8, SUM>(l)),
+            BuiltinOp::Prod => Some(pick_multi::<f64, 8, PROD>(l)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // MINLOC / MAXLOC
 
 /// A value or index of a pair type: compared with `<`, `==` and NaN-aware.

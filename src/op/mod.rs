@@ -237,19 +237,31 @@ pub fn kernel_for(op: BuiltinOp, dtype: i32) -> MpiResult<(Kernel, usize)> {
     Ok((kernel(op, p.elem)?, p.extent))
 }
 
-/// The kernel of every valid (predefined op, predefined datatype) pair, chosen once
+/// The kernels of every valid (predefined op, predefined datatype) pair, chosen once
 /// (at the detected vector level): a call then costs two table reads, no validity
 /// checks and no `Result`s. `None` where the pair is invalid.
-type KernelTable = [[Option<Kernel>; BuiltinOp::ALL.len()]; predefined::PREDEFINED_LEN];
+struct KernelTable {
+    binary: [[Option<Kernel>; BuiltinOp::ALL.len()]; predefined::PREDEFINED_LEN],
+    multi: [[Option<kernels::MultiKernel>; BuiltinOp::ALL.len()]; predefined::PREDEFINED_LEN],
+}
 
 fn kernel_table() -> &'static KernelTable {
     static TABLE: std::sync::OnceLock<KernelTable> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut t: KernelTable = [[None; BuiltinOp::ALL.len()]; predefined::PREDEFINED_LEN];
-        for (row, p) in t.iter_mut().zip(predefined::PREDEFINED.iter()) {
-            for (slot, op) in row.iter_mut().zip(BuiltinOp::ALL) {
+        let mut t = KernelTable {
+            binary: [[None; BuiltinOp::ALL.len()]; predefined::PREDEFINED_LEN],
+            multi: [[None; BuiltinOp::ALL.len()]; predefined::PREDEFINED_LEN],
+        };
+        for ((row, mrow), p) in t
+            .binary
+            .iter_mut()
+            .zip(t.multi.iter_mut())
+            .zip(predefined::PREDEFINED.iter())
+        {
+            for ((slot, mslot), op) in row.iter_mut().zip(mrow.iter_mut()).zip(BuiltinOp::ALL) {
                 if valid(op, p.class) {
                     *slot = kernel(op, p.elem).ok();
+                    *mslot = kernels::multi_kernel(op, p.elem);
                 }
             }
         }
@@ -257,19 +269,41 @@ fn kernel_table() -> &'static KernelTable {
     })
 }
 
+/// The index of `p` in `PREDEFINED` from its address (`lookup` hands out references
+/// into the static array); checked, so any other reference gives `None`.
+#[inline]
+fn predefined_index(p: &'static Predef) -> Option<usize> {
+    let base = predefined::PREDEFINED.as_ptr() as usize;
+    let i = (p as *const Predef as usize).wrapping_sub(base) / std::mem::size_of::<Predef>();
+    match predefined::PREDEFINED.get(i) {
+        Some(q) if std::ptr::eq(q, p) => Some(i),
+        _ => None,
+    }
+}
+
 /// The kernel of predefined `op` on predefined datatype `p` (an entry of
 /// `PREDEFINED`, as `predefined::lookup` returns), or `None` if the standard does
 /// not define the pair (then [`kernel_for`] gives the error).
 #[inline]
 pub fn predefined_kernel(op: BuiltinOp, p: &'static Predef) -> Option<Kernel> {
-    // The entry's index from its address (`lookup` hands out references into the
-    // static array); checked, so any other reference just misses the table.
-    let base = predefined::PREDEFINED.as_ptr() as usize;
-    let i = (p as *const Predef as usize).wrapping_sub(base) / std::mem::size_of::<Predef>();
-    match predefined::PREDEFINED.get(i) {
-        Some(q) if std::ptr::eq(q, p) => kernel_table()[i][op as usize],
-        _ => None,
-    }
+    predefined_index(p).and_then(|i| kernel_table().binary[i][op as usize])
+}
+
+/// As [`predefined_kernel`], with the pair's one-pass fold of several sources
+/// (`kernels::MultiKernel`) where it has one.
+#[inline]
+pub fn predefined_kernels(
+    op: BuiltinOp,
+    p: &'static Predef,
+) -> Option<(Kernel, Option<kernels::MultiKernel>)> {
+    let i = predefined_index(p)?;
+    let t = kernel_table();
+    Some((t.binary[i][op as usize]?, t.multi[i][op as usize]))
+}
+
+/// As [`predefined_kernels`], the one-pass fold alone.
+pub fn predefined_multi(op: BuiltinOp, p: &'static Predef) -> Option<kernels::MultiKernel> {
+    predefined_kernels(op, p).and_then(|(_, m)| m)
 }
 
 fn k_replace(inv: &[u8], inout: &mut [u8]) {

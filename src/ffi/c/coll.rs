@@ -286,7 +286,7 @@ fn reduce_now<C: Into<i64> + Copy>(
     let n = usize::try_from(count.into()).ok()?;
     let b = crate::op::BuiltinOp::from_handle(op_h)?;
     let p = crate::datatype::predefined::lookup(datatype)?;
-    let k = crate::op::predefined_kernel(b, p)?;
+    let (k, multi) = crate::op::predefined_kernels(b, p)?;
     let c = crate::comm::get(comm).ok()?;
     if c.is_inter() {
         return None;
@@ -374,6 +374,7 @@ fn reduce_now<C: Into<i64> + Copy>(
         f: &f,
         commutative: true,
         extent: p.extent,
+        multi,
     };
     let part = Part { send, recv, lo, hi };
     if kind == Kind::Rooted {

@@ -159,6 +159,7 @@ pub fn reduce(
                         f: &idle_fold,
                         commutative: true,
                         extent: 1,
+                        multi: None,
                     };
                     reduce::reduce_group(
                         &ch,
