@@ -5,7 +5,8 @@
  *   its MPI_ERROR field alone; only the multiple-completion calls set it (3.2.5);
  * - MPI_LASTUSEDCODE is at least MPI_ERR_LASTCODE and every added code (8.5);
  * - MPI_Add_error_class/code/string, MPI_Status_set_elements(_x)/cancelled,
- *   MPI_Comm_set_info/get_info, MPI_Info_get_string. */
+ *   MPI_Comm_set_info/get_info, MPI_Info_get_string;
+ * - MPI_Pcontrol returns MPI_SUCCESS for any level and extra arguments (14.2.4). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,11 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    /* MPI_Pcontrol: a profiling hook that returns at once */
+    CHECK(MPI_Pcontrol(0) == MPI_SUCCESS, "MPI_Pcontrol(0)");
+    CHECK(MPI_Pcontrol(1) == MPI_SUCCESS, "MPI_Pcontrol(1)");
+    CHECK(MPI_Pcontrol(7, "extra", 2.5, 3) == MPI_SUCCESS, "MPI_Pcontrol(7, ...)");
 
     /* MPI_LASTUSEDCODE */
     int *last, flag;

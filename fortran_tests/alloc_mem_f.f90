@@ -3,6 +3,7 @@
 ! memory is the send buffer of an MPI_ALLREDUCE checked against sums computed here;
 ! MPI_FREE_MEM takes the array. Under MPI_ERRORS_RETURN a negative size gives
 ! MPI_ERR_ARG and freeing an array MPI_ALLOC_MEM did not return gives MPI_ERR_BASE.
+! Also links MPI_PCONTROL (no IERROR argument).
 program alloc_mem_f
   use mpi
   use iso_c_binding
@@ -51,6 +52,9 @@ program alloc_mem_f
     errs = errs + 1
     print *, 'rank', rank, ': MPI_FREE_MEM ierr', ierr
   end if
+
+  ! MPI_PCONTROL has no IERROR; it returns at once
+  call MPI_PCONTROL(1)
 
   call MPI_COMM_SET_ERRHANDLER(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
   sz = -8

@@ -582,6 +582,10 @@ pub unsafe fn wtime() -> f64 {
     unsafe { c::PMPI_Wtime() }
 }
 
+/// MPI_PCONTROL(LEVEL): no IERROR (the standard's binding); a hook for profiling
+/// libraries that returns at once, as the C MPI_Pcontrol does.
+pub unsafe fn pcontrol(_level: *const Fint) {}
+
 pub unsafe fn wtick() -> f64 {
     // SAFETY: no arguments.
     unsafe { c::PMPI_Wtick() }

@@ -35,3 +35,20 @@ pub static mut MPIR_F08_MPI_IN_PLACE: c_int = 0;
 /// The `use mpi_f08` MPI_BOTTOM object of MPICH's ABI (an int; only its address matters).
 #[no_mangle]
 pub static mut MPIR_F08_MPI_BOTTOM: c_int = 0;
+
+/// MPI_Pcontrol (MPI-3.1 §14.2.4): a hook for profiling libraries, which intercept it
+/// through the PMPI names; "MPI libraries themselves make no use of this routine, and
+/// simply return immediately to the user code", so this returns MPI_SUCCESS whatever
+/// the level, before MPI_Init as after. C declares it `int MPI_Pcontrol(const int
+/// level, ...)`; stable Rust cannot define a variadic function, and on the System V
+/// x86-64 and AArch64 Linux ABIs a variadic call passes `level` where this reads it,
+/// and the callee need not look at what follows.
+#[no_mangle]
+pub extern "C" fn PMPI_Pcontrol(_level: c_int) -> c_int {
+    crate::abi::MPI_SUCCESS
+}
+/// See [`PMPI_Pcontrol`].
+#[no_mangle]
+pub extern "C" fn MPI_Pcontrol(level: c_int) -> c_int {
+    PMPI_Pcontrol(level)
+}
