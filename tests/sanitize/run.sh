@@ -11,8 +11,8 @@ if [ "${1:-}" = quick ]; then
   VG="p2p_basic coll_reduce nbcoll"
   ASAN=""
 else
-  VG="p2p_basic coll_reduce dtype_coll nbcoll comm_groups intercomm hostile posted"
-  ASAN="p2p_basic coll_reduce dtype_coll nbcoll comm_groups intercomm hostile stress posted"
+  VG="p2p_basic coll_reduce dtype_coll nbcoll comm_groups intercomm hostile posted alloc_mem"
+  ASAN="p2p_basic coll_reduce dtype_coll nbcoll comm_groups intercomm hostile stress posted alloc_mem"
 fi
 pass=0; fail=0
 run() { # name log command...
