@@ -41,8 +41,8 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU32, AtomicU64};
 use loom::sync::{Arc, Condvar, Mutex};
 use shmpi::shm::proto::{
-    chan_mark, mark_wakes, ring_doorbells_for, sleep_unless, sleep_unless_for, Bell, ChanCtl,
-    Frame, Ring, Shared, Word32, Word64, ANY, FRAME_HDR,
+    chan_mark, mark_wakes, ring_doorbells_for, sleep_unless, sleep_unless_for, Bell, ChainPlan,
+    ChanCtl, Frame, Ring, Shared, Word32, Word64, ANY, FRAME_HDR,
 };
 use std::sync::atomic::Ordering;
 
@@ -516,6 +516,83 @@ fn posted() {
     model(3, || posted_model(1, Posted::Whole));
 }
 
+// ---------------------------------------------------------------- chain
+
+/// What a chain control model leaves out.
+#[derive(Clone, Copy, PartialEq)]
+enum Chained {
+    /// Nothing: the library's schedule.
+    Whole,
+    /// The head's wait for room in the ring before it deposits a chunk over an old one.
+    NoRoom,
+    /// A receiver's wait for the last member before it copies a chunk out.
+    NoOutWait,
+}
+
+/// Two members, a commutative op (member 0 deposits, member 1 folds): 3 chunks through a
+/// ring of 2 entries (the third reuses the first's), on the schedule of coll/chain.rs
+/// ([`ChainPlan`]), with `receiver` copying each chunk out. Member 1 folds `x1 + entry`
+/// into the entry once member 0's counter says it deposited the chunk; the receiver
+/// checks the sum once member 1's counter says it folded it; the head writes over an
+/// entry only once every counter reached the plan's room step. Every wait sleeps with the
+/// wake mark of the step it waits for, as the library's waits do. Then both wait for
+/// each other's last step (the library's closing step).
+fn chain_model(receiver: usize, leave_out: Chained) {
+    let ctl = ChanCtl {
+        base: 1024,
+        stride: 128,
+        posts: 1 << 20,
+        post_entry: 64,
+        post_k: 32,
+        post_gen: 0,
+    };
+    let plan = ChainPlan::new(3, 2);
+    let entry = move |t: u64| DATA + 8 * plan.entry(t) as usize;
+    let x = |me: usize, t: u64| 10 * t + me as u64 + 1;
+    let words: Vec<usize> = (0..2).map(|i| ctl.counter(i)).collect();
+    let m = Arc::new(Mem::new(&words, &[bell(0), bell(1)], 16, Weak::No));
+    let member = move |m: Arc<Mem>, me: usize| {
+        let other = [bell(1 - me)];
+        let wait = |i: usize, s: u64| {
+            m.wait_until_for(bell(me), chan_mark(0, s), || ctl.reached(&*m, i, s))
+        };
+        for t in 1..=plan.steps() {
+            if let Some(c) = plan.fold(t) {
+                if me == 0 {
+                    if let Some(r) = plan.room(c).filter(|_| leave_out != Chained::NoRoom) {
+                        wait(0, r);
+                        wait(1, r);
+                    }
+                    m.put_u64(entry(c), x(0, c));
+                } else {
+                    wait(0, c);
+                    let v = m.get_u64(entry(c));
+                    m.put_u64(entry(c), x(1, c) + v);
+                }
+            }
+            if let Some(u) = plan.out(t).filter(|_| me == receiver) {
+                if leave_out != Chained::NoOutWait {
+                    wait(1, u);
+                }
+                assert_eq!(m.get_u64(entry(u)), x(0, u) + x(1, u), "chunk {u}");
+            }
+            ctl.arrive(&*m, me, t, None);
+            m.wake_for(&other, chan_mark(0, t));
+        }
+        wait(1 - me, plan.steps());
+    };
+    let m2 = m.clone();
+    let t = loom::thread::spawn(move || member(m2, 1));
+    member(m, 0);
+    t.join().unwrap();
+}
+
+#[test]
+fn chain() {
+    model(3, || chain_model(0, Chained::Whole));
+    model(3, || chain_model(1, Chained::Whole));
+}
+
 // ---------------------------------------------------------------- doorbell
 
 fn doorbell_model(weak: Weak) {
@@ -594,6 +671,9 @@ const CONTROLS: &[(&str, &str)] = &[
     ),
     ("control_posted_no_drain", "Causality violation|slot"),
     ("control_doorbell_no_fences", "deadlock"),
+    // (the race on a ring entry, or the stale sum read)
+    ("control_chain_no_room", "Causality violation|chunk"),
+    ("control_chain_no_out_wait", "Causality violation|chunk"),
     ("control_marked_doorbell_low_marks", "deadlock"),
 ];
 
@@ -663,4 +743,16 @@ fn control_posted_no_room() {
 #[ignore = "a control: must fail (run by controls_fail)"]
 fn control_posted_no_drain() {
     model(3, || posted_model(1, Posted::NoDrain));
+}
+
+#[test]
+#[ignore = "a control: must fail (run by controls_fail)"]
+fn control_chain_no_room() {
+    model(2, || chain_model(1, Chained::NoRoom));
+}
+
+#[test]
+#[ignore = "a control: must fail (run by controls_fail)"]
+fn control_chain_no_out_wait() {
+    model(2, || chain_model(0, Chained::NoOutWait));
 }

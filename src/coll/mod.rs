@@ -14,6 +14,7 @@
 //! member, and the same bits are copied to everyone who receives them.
 pub mod agree;
 pub mod bcast;
+pub mod chain;
 pub mod direct;
 pub mod gather;
 pub mod nb;

@@ -13,6 +13,8 @@
 //!   t-1 out of the result buffer. Cost: chunks+1 synchronisations; per member (n-1)/n
 //!   of a copy in, n x (chunk/n) reduction reads, at most 1 copy out of what it
 //!   receives: each element is reduced once, by one member.
+//! - Large vectors with more members than CPUs (and very large ones otherwise): the chain
+//!   of chain.rs instead, which folds the same operands in the same order.
 //!
 //! Order: for a commutative op the fold is `acc = x0; acc = x_k op acc` for k = 1..n-1,
 //! which for IEEE + and * gives the bits of the sequential left-to-right loop. For a
@@ -79,7 +81,7 @@ impl Part {
         }
     }
     /// Bytes `off..off + len` of the input, where they are.
-    fn input_slice(&self, off: usize, len: usize) -> &[u8] {
+    pub(super) fn input_slice(&self, off: usize, len: usize) -> &[u8] {
         let whole = match &self.send {
             Some(s) => s.as_slice(),
             None => self.recv.as_slice(),
@@ -201,6 +203,9 @@ pub async fn reduce_vector(
         && Box::pin(super::direct::reduce(&ch, total, red, part)).await?
     {
         return Ok(());
+    }
+    if super::chain::wanted(&ch, total, red.extent) {
+        return Box::pin(super::chain::reduce(&ch, total, red, part)).await;
     }
     // Only MPI_Allreduce delivers a byte to more than one member.
     let sole = kind != super::direct::Kind::All;

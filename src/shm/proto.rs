@@ -329,6 +329,13 @@ impl ChanCtl {
         sh.w64(self.counter(me)).store(s, Ordering::Release);
     }
 
+    /// Whether member `i`'s counter reached step `s` (after which what it wrote before
+    /// arriving there may be read).
+    #[inline]
+    pub fn reached<S: Shared + ?Sized>(&self, sh: &S, i: usize, s: u64) -> bool {
+        sh.w64(self.counter(i)).load(Ordering::Acquire) >= s
+    }
+
     /// Whether a member may write its post entry for step `s` (its previous use, step
     /// `s - post_k`, is read by everyone: every counter of the `n` reached
     /// `s + 1 - post_k`). Returns the lowest counter seen if it may.
@@ -430,6 +437,63 @@ impl ChanCtl {
             *x = sh.w64(at + 8 * k).load(Ordering::Relaxed);
         }
         w
+    }
+}
+
+// ---------------------------------------------------------------- chain
+
+/// The schedule of a chain (coll/chain.rs): `chunks` chunks pass along the members of a
+/// channel in fold order through a ring of `ring` entries (chunk `t`, 1-based, in entry
+/// `(t - 1) % ring`), and whoever receives bytes of a chunk copies them out `lag` steps
+/// after the step in which it folded that chunk. Each member takes steps `t = 1..=steps()`
+/// (relative to the step before the chain), each ending with its counter at `t`: then it
+/// has folded (the head: deposited) chunk [`ChainPlan::fold`]`(t)` and copied out what it
+/// receives of chunk [`ChainPlan::out`]`(t)`. The waits that make this safe:
+/// - a member folding chunk `c` waits for its predecessor's counter at `c`;
+/// - the head, before depositing chunk `c` over chunk `c - ring`, waits for every counter
+///   at [`ChainPlan::room`]`(c)` (chunk `c - ring` folded by all and copied out);
+/// - a member copying out chunk `u` waits for the last member's counter at `u`.
+///
+/// With `1 <= lag < ring` each of these waits for a step that needs no later step of the
+/// waiter, so the chain cannot deadlock; tests/loom.rs model-checks the schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainPlan {
+    pub chunks: u64,
+    pub ring: u64,
+    pub lag: u64,
+}
+
+impl ChainPlan {
+    /// `chunks` chunks through `ring` entries (at least 2); the copy-out lags by half
+    /// the ring, so that the head may run that far ahead of the receivers.
+    pub fn new(chunks: u64, ring: u64) -> ChainPlan {
+        debug_assert!(ring >= 2);
+        ChainPlan {
+            chunks,
+            ring,
+            lag: (ring / 2).max(1),
+        }
+    }
+    /// The number of steps each member takes.
+    pub fn steps(&self) -> u64 {
+        self.chunks + self.lag
+    }
+    /// The ring entry of chunk `t`.
+    pub fn entry(&self, t: u64) -> u64 {
+        (t - 1) % self.ring
+    }
+    /// The chunk folded in step `t`, if any.
+    pub fn fold(&self, t: u64) -> Option<u64> {
+        (t <= self.chunks).then_some(t)
+    }
+    /// The step every counter must have reached before the head deposits chunk `c`
+    /// (none for the first `ring` chunks).
+    pub fn room(&self, c: u64) -> Option<u64> {
+        (c > self.ring).then(|| c - self.ring + self.lag)
+    }
+    /// The chunk copied out in step `t`, if any.
+    pub fn out(&self, t: u64) -> Option<u64> {
+        (t > self.lag && t - self.lag <= self.chunks).then(|| t - self.lag)
     }
 }
 
