@@ -1476,3 +1476,54 @@ fn multi_kernels_match_oracle() {
     assert!(predefined_multi(BuiltinOp::Sum, double).is_some());
     assert!(predefined_multi(BuiltinOp::Max, double).is_none());
 }
+
+#[test]
+fn wide_level_beyond_caches_matches_baseline() {
+    // At the AVX-512 level, buffers of 8 MiB and more run the AVX2 loop (but 64-bit
+    // integer MAX/MIN/PROD): whichever loop runs, the bytes are those of the baseline
+    // loop, on both sides of the threshold and on an odd length past it.
+    use super::kernels::{kernel_at, SimdLevel};
+    let cases = [
+        (BuiltinOp::Sum, Elem::F64),
+        (BuiltinOp::Prod, Elem::F32),
+        (BuiltinOp::Max, Elem::I32),
+        (BuiltinOp::Max, Elem::I64),
+        (BuiltinOp::Prod, Elem::U64),
+        (BuiltinOp::Bxor, Elem::U8),
+        (BuiltinOp::Land, Elem::I16),
+    ];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for len in [(8 << 20) - 64, 8 << 20, (8 << 20) + 1000] {
+        let a: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        let b: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        for &(op, elem) in &cases {
+            // (floats finite: which NaN operand's payload a product keeps is not fixed)
+            let finite = |v: &[u8]| -> Vec<u8> {
+                let w = match elem {
+                    Elem::F64 => 8,
+                    Elem::F32 => 4,
+                    _ => return v.to_vec(),
+                };
+                let mut v = v.to_vec();
+                for e in v.chunks_mut(w) {
+                    if e.len() == w {
+                        e[w - 1] &= 0x3f;
+                    }
+                }
+                v
+            };
+            let (a, b) = (finite(&a), finite(&b));
+            let mut want = b.clone();
+            kernel_at(op, elem, SimdLevel::Baseline).unwrap()(&a, &mut want);
+            let mut got = b.clone();
+            kernel_at(op, elem, SimdLevel::Avx512).unwrap()(&a, &mut got);
+            assert!(got == want, "{} {elem:?} len {len}", op.name());
+        }
+    }
+}
