@@ -12,7 +12,7 @@
 //! Why. With more members than CPUs the pipeline's steps make every member copy (n-1)/n
 //! of its vector into its slot and read n shares back, and every step waits for every
 //! member to have been scheduled. Here a member reads its input once, the ring entries
-//! stay in the last-level cache (the ring is a few MiB), and a member waits only for its
+//! stay in the last-level cache (the ring is at most 8 MiB), and a member waits only for its
 //! predecessor (and, at the head of the chain, for the ring to have room): it runs over
 //! as many chunks as are ready each time it gets a CPU. Memory traffic per call is about
 //! that of reading every input once and writing the result once.
@@ -35,10 +35,19 @@ use crate::shm::proto::ChainPlan;
 use std::sync::atomic::Ordering;
 use std::task::Poll;
 
-/// Bytes of one ring entry (before rounding to whole elements): 256 KiB measured best
-/// for the pipeline's chunks with more members than CPUs, and the entry of the chain
-/// plays the same part.
+/// Bytes of one ring entry (before rounding to whole elements) while every member has a
+/// CPU: the members fold at the same time, one entry behind each other, and at 2 ranks on
+/// 2 CPUs 256 KiB entries took 0.85-1.0x the time of 1 MiB ones at 16 and 64 MiB. With
+/// more members than CPUs an entry is a whole slot (1 MiB up to 8 ranks): a member
+/// folds a run of entries each time it gets a CPU, and fewer, larger steps took
+/// 0.75-0.95x the time of 256 KiB entries at 8 ranks on 2 CPUs (4-64 MiB, MPI_Reduce
+/// and MPI_Allreduce; at 4 ranks within the noise).
 const ENTRY: usize = 256 << 10;
+
+/// The ring's bytes at most: the entries between the head and the last member stay in
+/// the last-level cache (at 8 ranks on 2 CPUs a ring of the whole 16 MiB of slots took
+/// 1.1-1.2x the time of an 8 MiB one at 64 MiB, MPI_Reduce and MPI_Allreduce).
+const RING_BYTES: usize = 8 << 20;
 
 /// `SHMPI_CHAIN`: `0` never, `1` for every multi-chunk reduction it can take (the tests
 /// use it to run the chain at any member count), unset: when the job is oversubscribed
@@ -56,11 +65,16 @@ fn forced() -> Option<bool> {
 /// entries; `None` when an element does not fit an entry or the ring has fewer than two.
 fn geometry(ch: &Chan<'_>, extent: usize) -> Option<(usize, usize)> {
     let e = extent.max(1);
-    let entry = (ENTRY.min(ch.slot_bytes) / e) * e;
+    let want = if ch.n > super::direct::cpus_online() {
+        ch.slot_bytes
+    } else {
+        ENTRY.min(ch.slot_bytes)
+    };
+    let entry = (want / e) * e;
     if entry == 0 {
         return None;
     }
-    let ring = 2 * ch.n * ch.slot_bytes / entry;
+    let ring = (2 * ch.n * ch.slot_bytes).min(RING_BYTES) / entry;
     (ring >= 2).then_some((entry, ring))
 }
 
