@@ -271,6 +271,14 @@ fn model(bound: usize, f: impl Fn() + Send + Sync + 'static) {
     b.check(f);
 }
 
+/// Runs `member(m, 1)` in a second thread and `member(m, 0)` in this one.
+fn two_members(m: Arc<Mem>, member: impl Fn(Arc<Mem>, usize) + Copy + Send + 'static) {
+    let m2 = m.clone();
+    let t = loom::thread::spawn(move || member(m2, 1));
+    member(m, 0);
+    t.join().unwrap();
+}
+
 // ---------------------------------------------------------------- ring
 
 const INLINE: [usize; 4] = [8, 40, 16, 0];
@@ -504,10 +512,7 @@ fn posted_model(posted: u64, leave_out: Posted) {
         }
         ordinary(last + 1);
     };
-    let m2 = m.clone();
-    let t = loom::thread::spawn(move || member(m2, 1));
-    member(m, 0);
-    t.join().unwrap();
+    two_members(m, member);
 }
 
 #[test]
@@ -581,10 +586,7 @@ fn chain_model(receiver: usize, leave_out: Chained) {
         }
         wait(1 - me, plan.steps());
     };
-    let m2 = m.clone();
-    let t = loom::thread::spawn(move || member(m2, 1));
-    member(m, 0);
-    t.join().unwrap();
+    two_members(m, member);
 }
 
 #[test]

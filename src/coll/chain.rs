@@ -32,7 +32,6 @@ use super::reduce::{Part, Reduction};
 use super::Chan;
 use crate::error::MpiResult;
 use crate::shm::proto::ChainPlan;
-use std::sync::atomic::Ordering;
 use std::task::Poll;
 
 /// Bytes of one ring entry (before rounding to whole elements) while every member has a
@@ -168,7 +167,8 @@ pub async fn reduce(
                     .write_at_nt(lo - part.lo, ch.slice(at(u) + (lo - start), hi - lo), nt);
             }
         }
-        ch.advance();
+        // (a chain step: publish, wait for nobody)
+        ch.publish(None);
     }
     // Nobody writes the slots again before everyone is done with the ring; and if some
     // member's fold failed, everyone says so.
@@ -189,37 +189,11 @@ pub async fn reduce(
 }
 
 impl Chan<'_> {
-    /// Arrives at the next step without waiting for anyone (a chain step): publishes
-    /// this member's counter and wakes those who wait for it.
-    fn advance(&self) -> u64 {
-        let s = super::bump(&self.comm.step, Ordering::Relaxed) + 1;
-        let a = &self.job.arena;
-        self.ctl().arrive(a, self.me, s, None);
-        a.note_step(self.job.rank, s);
-        self.ring(s);
-        s
-    }
-
     /// Completes once member `i`'s counter reached `s`.
     async fn reached(&self, i: usize, s: u64) {
         let (ctl, a) = (self.ctl(), &self.job.arena);
         std::future::poll_fn(|_| {
             if ctl.reached(a, i, s) {
-                Poll::Ready(())
-            } else {
-                self.waits_for(s)
-            }
-        })
-        .await
-    }
-
-    /// Completes once every member's counter reached `s` (without recording it: the
-    /// chain goes on past it).
-    async fn all_reached(&self, s: u64) {
-        let (ctl, a, n) = (self.ctl(), &self.job.arena, self.n);
-        let mut first = 0;
-        std::future::poll_fn(|_| {
-            if ctl.arrived(a, n, s, &mut first) {
                 Poll::Ready(())
             } else {
                 self.waits_for(s)

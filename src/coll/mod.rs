@@ -78,6 +78,13 @@ impl<'a> Chan<'a> {
 
     /// Completes once every member's counter reached `s`; records it in `synced`.
     async fn all_at(&self, s: u64) {
+        self.all_reached(s).await;
+        self.synced(s);
+    }
+
+    /// Completes once every member's counter reached `s` (without recording it: a
+    /// chain, coll/chain.rs, goes on past it).
+    async fn all_reached(&self, s: u64) {
         let (ctl, a, n) = (self.ctl(), &self.job.arena, self.n);
         let mut first = 0;
         std::future::poll_fn(|_| {
@@ -87,8 +94,7 @@ impl<'a> Chan<'a> {
                 self.waits_for(s)
             }
         })
-        .await;
-        self.synced(s);
+        .await
     }
 
     /// Wakes the other members that sleep waiting for a counter of this channel to reach
@@ -163,12 +169,8 @@ impl<'a> Chan<'a> {
     /// then comparing every member's descriptor with member 0's. True: the members'
     /// flow sums (a data-movement collective) do not add up, see `check_flows`.
     async fn sync(&self, desc: Option<[u64; 3]>) -> MpiResult<bool> {
-        let s = bump(&self.comm.step, Ordering::Relaxed) + 1;
-        let a = &self.job.arena;
+        let s = self.publish(desc);
         let check = desc.map(|_| Check::new(s));
-        self.ctl().arrive(a, self.me, s, desc);
-        a.note_step(self.job.rank, s);
-        self.ring(s);
         AllArrived {
             ch: self,
             s,
@@ -177,6 +179,17 @@ impl<'a> Chan<'a> {
             posted: None,
         }
         .await
+    }
+
+    /// Arrives at the next step without waiting: publishes `desc` (if any) and this
+    /// member's counter, and wakes those who wait for it. Returns the step.
+    fn publish(&self, desc: Option<[u64; 3]>) -> u64 {
+        let s = bump(&self.comm.step, Ordering::Relaxed) + 1;
+        let a = &self.job.arena;
+        self.ctl().arrive(a, self.me, s, desc);
+        a.note_step(self.job.rank, s);
+        self.ring(s);
+        s
     }
 
     /// The slow path of the pairwise check: every member publishes its flows in its
