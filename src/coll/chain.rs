@@ -49,8 +49,8 @@ const ENTRY: usize = 256 << 10;
 const RING_BYTES: usize = 8 << 20;
 
 /// `SHMPI_CHAIN`: `0` never, `1` for every multi-chunk reduction it can take (the tests
-/// use it to run the chain at any member count), unset: when the job is oversubscribed
-/// (see [`wanted`]).
+/// use it to run the chain at any member count), unset: by size and member count (see
+/// [`wanted`]).
 fn forced() -> Option<bool> {
     static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
     *MODE.get_or_init(|| match std::env::var("SHMPI_CHAIN").as_deref() {
