@@ -104,28 +104,46 @@ fn abort_job_kind(code: i32, kind: u32) -> ! {
     if let Some(j) = JOB.get() {
         j.arena.record_abort_kind(j.rank, code, kind);
     }
-    // Flush C stdio too: programs print with printf.
+    exit_process(if code & 0xff == 0 { 1 } else { code & 0xff })
+}
+
+/// The status of the exit in progress, or -1.
+static EXITING: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+/// Ends this process with `status`, C stdio flushed (programs print with printf). The
+/// first call exits normally, running the program's atexit handlers; such a handler may
+/// call MPI again (an MPI_Finalize cleanup, as MPICH's test harness registers), and if
+/// that call ends in another request to exit (the job is being torn down), the process
+/// ends at once with the first call's status instead of entering exit() again.
+pub fn exit_process(status: i32) -> ! {
     // SAFETY: fflush(NULL) flushes all C streams.
     unsafe {
         libc::fflush(std::ptr::null_mut());
     }
-    std::process::exit(if code == 0 { 1 } else { code & 0xff });
+    match EXITING.compare_exchange(-1, status, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => std::process::exit(status),
+        // SAFETY: _exit ends the process without running anything; always sound.
+        Err(first) => unsafe { libc::_exit(first) },
+    }
+}
+
+/// Writes `line` and a newline to standard error in one write, so that the messages of
+/// ranks that fail at the same time do not interleave.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
 /// Called while waiting: if the job is being torn down (another rank aborted), stop.
 pub fn check_job_alive() {
     if let Some(j) = JOB.get() {
         if j.arena.abort_record().is_some() {
-            // SAFETY: fflush(NULL) flushes all C streams.
-            unsafe {
-                libc::fflush(std::ptr::null_mut());
-            }
             // mpiexec stops every rank; leave quietly with a failure status.
-            std::process::exit(1);
+            exit_process(1);
         }
         // SAFETY: getppid has no preconditions.
         if !j.singleton && unsafe { libc::getppid() } == 1 {
-            std::process::exit(1);
+            exit_process(1);
         }
     }
 }
@@ -153,7 +171,7 @@ pub fn handle_error(func: &str, comm: i32, e: MpiError) -> i32 {
     match eh {
         MPI_ERRORS_RETURN => code,
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => {
-            eprintln!("shmpi: fatal error: {full}");
+            say(&format!("shmpi: fatal error: {full}"));
             fatal_stop()
         }
         user => {

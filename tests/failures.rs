@@ -146,6 +146,30 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// A fatal error on every rank at once (MPI_MIN on MPI_CHAR under MPI_ERRORS_ARE_FATAL)
+/// in a program whose atexit handler finalizes MPI if nobody did, as MPICH's test harness
+/// does: the handler runs inside the library's exit and calls MPI again.
+const FATAL_ATEXIT_PROG: &str = r#"
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void cleanup(void) {
+    int done = 1;
+    MPI_Finalized(&done);
+    if (!done) MPI_Finalize();
+}
+
+int main(int argc, char **argv) {
+    char a = 1, b = 2;
+    MPI_Init(&argc, &argv);
+    atexit(cleanup);
+    MPI_Reduce(&a, &b, 1, MPI_CHAR, MPI_MIN, 0, MPI_COMM_WORLD);
+    fprintf(stderr, "survived a fatal error\n");
+    return 0;
+}
+"#;
+
 /// Disagreeing counts in a small MPI_Bcast (argv[1] "bcast": the root passes 1, or 0
 /// with a second argument; the others 2) or MPI_Reduce ("reduce"), whose senders return
 /// without waiting (coll/post.rs): a receiver sees it and stops the job.
@@ -551,6 +575,36 @@ fn fatal_error_stops_the_job_with_one_clear_line() {
     assert_eq!(lines.len(), 2, "{stderr}");
     assert!(secs < 3.0, "took {secs:.2}s");
     assert_nothing_left(&[], None, &shm_before);
+}
+
+#[test]
+fn fatal_errors_on_every_rank_with_an_atexit_finalize() {
+    // Each rank's atexit handler calls MPI_Finalize while the library exits; that must end
+    // the process with the fatal error's status (before, it re-entered exit() and the
+    // Rust runtime panicked), and the ranks' messages, written at the same moment, must
+    // each keep a line of their own.
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = build("fatal_atexit", FATAL_ATEXIT_PROG);
+    for round in 0..3 {
+        let shm_before = shm_entries();
+        let out = spawn(4, &exe, &[], &["--timeout", "30"])
+            .wait_with_output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "round {round}: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("survived"),
+            "round {round}: {stderr}"
+        );
+        for l in stderr.lines().filter(|l| !l.trim().is_empty()) {
+            let ok = (l.starts_with("shmpi: fatal error: MPI_Reduce: MPI_MIN")
+                && l.matches("shmpi:").count() == 1
+                && l.ends_with(']'))
+                || l.starts_with("mpiexec: rank ");
+            assert!(ok, "round {round}: line '{l}' in:\n{stderr}");
+        }
+        assert_nothing_left(&[], None, &shm_before);
+    }
 }
 
 #[test]

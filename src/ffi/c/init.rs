@@ -37,7 +37,7 @@ mpi_entry!(MPI_Finalize, PMPI_Finalize, (), errcomm = MPI_COMM_WORLD, {
 mpi_entry!(MPI_Abort, PMPI_Abort, (comm: i32, errorcode: c_int), errcomm = MPI_COMM_WORLD, {
     let _ = comm;
     let r = runtime::rank_for_messages();
-    eprintln!("shmpi: rank {r} called MPI_Abort with error code {errorcode}");
+    runtime::say(&format!("shmpi: rank {r} called MPI_Abort with error code {errorcode}"));
     runtime::abort_job(errorcode)
 });
 
@@ -198,7 +198,7 @@ mpi_entry!(MPI_Comm_call_errhandler, PMPI_Comm_call_errhandler, (comm: i32, erro
         MPI_ERRORS_RETURN => Ok(()),
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => {
             let s = crate::error::code_string(errorcode).unwrap_or_else(|| format!("error code {errorcode}"));
-            eprintln!("shmpi: rank {}: fatal error (MPI_Comm_call_errhandler): {s}", c.rank);
+            runtime::say(&format!("shmpi: rank {}: fatal error (MPI_Comm_call_errhandler): {s}", c.rank));
             runtime::abort_job(1)
         }
         eh => {
