@@ -11,10 +11,12 @@ if [ "${1:-}" = quick ]; then
   VG="p2p_basic coll_reduce nbcoll"
   ASAN=""
 else
-  VG="p2p_basic coll_reduce dtype_coll nbcoll comm_groups intercomm hostile posted alloc_mem"
-  ASAN="p2p_basic coll_reduce dtype_coll nbcoll comm_groups intercomm hostile stress posted alloc_mem"
+  VG="p2p_basic coll_reduce coll_reduce_chain dtype_coll nbcoll comm_groups intercomm hostile posted alloc_mem"
+  ASAN="p2p_basic coll_reduce coll_reduce_chain dtype_coll nbcoll comm_groups intercomm hostile stress posted alloc_mem"
 fi
 pass=0; fail=0
+# The *_chain programs run the chain of large reductions on tiny slots (c_tests/LIST).
+chain_env() { case $1 in *_chain) echo "SHMPI_CHAIN=1 SHMPI_SEGMENT=256" ;; esac; }
 run() { # name log command...
   name=$1; log=$2; shift 2
   t0=$(date +%s)
@@ -27,14 +29,14 @@ run() { # name log command...
 for p in $VG; do
   "$BIN/mpicc" -O1 -g -o "$OUT/$p" "$ROOT/c_tests/$p.c" || { fail=$((fail + 1)); continue; }
   args=""; [ "$p" = intercomm ] && args=""
-  run "valgrind $p np=2" "$OUT/$p.valgrind.log" env SHMPI_TEST_QUICK=1 \
+  run "valgrind $p np=2" "$OUT/$p.valgrind.log" env SHMPI_TEST_QUICK=1 $(chain_env "$p") \
     "$BIN/mpiexec" -n 2 --timeout 600 valgrind -q --error-exitcode=9 --leak-check=no "$OUT/$p" $args
 done
 for p in $ASAN; do
   "$BIN/mpicc" -O1 -g -fsanitize=address -fno-omit-frame-pointer -o "$OUT/$p.asan" "$ROOT/c_tests/$p.c" || { fail=$((fail + 1)); continue; }
   for np in 2 3; do
     a=""; [ "$p" = stress ] && a=1000
-    run "asan $p np=$np" "$OUT/$p.asan.$np.log" env SHMPI_TEST_QUICK=1 ASAN_OPTIONS=detect_leaks=0 \
+    run "asan $p np=$np" "$OUT/$p.asan.$np.log" env SHMPI_TEST_QUICK=1 ASAN_OPTIONS=detect_leaks=0 $(chain_env "$p") \
       "$BIN/mpiexec" -n $np --timeout 300 "$OUT/$p.asan" $a
   done
 done
