@@ -126,7 +126,9 @@ pub enum Kind {
     /// writes it into the root's buffer (process_vm_writev). At 2 ranks that took
     /// 0.94x the arena path's time at 64 KiB, 0.75x at 128 KiB, 0.72x at 256 KiB and
     /// 0.95x at 512 KiB, but 1.04x at 1 MiB, 1.07x at 2 MiB and 1.05-1.1x at 16-64 MiB
-    /// (where the arena pipelines its chunks), so it runs from 64 KiB up to 1 MiB.
+    /// (where the arena pipelines its chunks), so it ran from 64 KiB up to 1 MiB; on a
+    /// Zen 4 EPYC the arena took 0.6-0.8x the time at 512 KiB and the same at 64-256
+    /// KiB (three alternating runs), so it runs up to 512 KiB.
     /// The root reading and folding everything alone was slower everywhere (1.2-1.6x).
     Rooted,
     /// MPI_Allreduce: everyone receives everything.
@@ -157,15 +159,18 @@ fn min_bytes() -> Option<usize> {
 /// unset): MPI_Reduce_scatter(_block) from 512 KiB up to 16 MiB (on an AVX-512 EPYC
 /// 1.2x faster at 512 KiB, 1.5x at 2-4 MiB; on a Zen 3 EPYC 0.74-0.76x the arena's
 /// time at 2-8 MiB but 1.07x at 16 MiB, 1.19x at 32 MiB and 1.09x at 64 MiB);
-/// MPI_Allreduce from 1 MiB up to 16 MiB (1.1-1.15x); MPI_Reduce from 64 KiB up to
-/// 1 MiB (see [`Kind::Rooted`]). From 16 MiB on, where the vectors are far beyond the
-/// caches, the kernel's copies (which cannot stream past the cache) lose to the
-/// arena's, whose copies out of the arena stream (p2p/buf.rs `streaming`).
+/// MPI_Reduce from 64 KiB up to 512 KiB (see [`Kind::Rooted`]). MPI_Allreduce took
+/// 1.1-1.15x the arena's time from 1 MiB up to 16 MiB on the AVX-512 EPYC, but 1.25-1.7x
+/// on a Zen 4 EPYC (1-8 MiB, five alternating runs at 2 and 8 MiB, every run), so the
+/// automatic choice leaves it to the arena. From 16 MiB on, where the vectors are far
+/// beyond the caches, the kernel's copies (which cannot stream past the cache) lose to
+/// the arena's, whose copies out of the arena stream (p2p/buf.rs `streaming`).
 pub fn wanted(kind: Kind, total: usize, n: usize) -> bool {
     let (lo, hi) = match kind {
         Kind::Arena => return false,
-        Kind::Rooted => (MIB / 16, cap(MIB)),
-        Kind::All => (MIB, cap(BEYOND_CACHES)),
+        Kind::Rooted => (MIB / 16, cap(MIB / 2)),
+        // (an empty range unless the path is forced)
+        Kind::All => (MIB, cap(MIB)),
         Kind::Scatter => (MIB / 2, cap(BEYOND_CACHES)),
     };
     let lo = min_bytes().unwrap_or(lo);
@@ -351,14 +356,15 @@ fn refused(infos: &[Info]) -> MpiResult<()> {
 /// 0.96x the time at 32 KiB, 0.63x at 64 KiB, 0.41x at 256 KiB, 0.33x at 2 MiB, 0.36x
 /// at 8 MiB, 0.45x at 16 MiB, 0.6x at 64 MiB (1.6x slower at 16 KiB); on a Zen 3 EPYC
 /// 0.70-0.84x at 2-8 MiB but 1.05x at 16 MiB, 1.16x at 32 MiB and 1.28x at 64 MiB,
-/// where the arena's streaming copies win: the automatic choice stops at 16 MiB as for
-/// the reductions. `Ok(false)`: nothing done, or only the first step, run the arena
-/// path.
+/// where the arena's streaming copies win; on a Zen 4 EPYC 0.4-1.0x at 32-512 KiB but
+/// 1.5-1.8x at 1-4 MiB (three to five alternating runs; mixed at 8 MiB): the automatic
+/// choice stops at 1 MiB. `Ok(false)`: nothing done, or only the first step, run the
+/// arena path.
 pub async fn bcast(ch: &Chan<'_>, buf: &crate::p2p::UserBuf, root: usize) -> MpiResult<bool> {
     const KIB: usize = 1 << 10;
     let total = buf.len();
     let lo = min_bytes().unwrap_or(32 * KIB);
-    if !(ch.n > 1 && (lo..cap(BEYOND_CACHES)).contains(&total) && member_count_ok(ch.n)) {
+    if !(ch.n > 1 && (lo..cap(MIB)).contains(&total) && member_count_ok(ch.n)) {
         return Ok(false);
     }
     let mine = Info {
