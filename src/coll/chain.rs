@@ -83,11 +83,9 @@ fn geometry(ch: &Chan<'_>, extent: usize) -> Option<(usize, usize)> {
 /// on, else from [`ALONE_MIN`] on (a vector that fits in a slot goes through the
 /// pipeline of reduce.rs in one step).
 pub fn wanted(ch: &Chan<'_>, total: usize, extent: usize) -> bool {
-    let Some((entry, _)) = geometry(ch, extent).filter(|_| ch.n > 1 && !ch.comm.is_inter()) else {
-        return false;
-    };
-    match forced() {
-        Some(f) => f && total > entry,
+    // (the size first: every small reduction asks, and leaves after one comparison)
+    let take = match forced() {
+        Some(f) => f,
         None => {
             let min = if ch.n > super::direct::cpus_online() {
                 OVERSUBSCRIBED_MIN
@@ -96,7 +94,10 @@ pub fn wanted(ch: &Chan<'_>, total: usize, extent: usize) -> bool {
             };
             total > ch.slot_bytes && total >= min
         }
-    }
+    };
+    take && ch.n > 1
+        && !ch.comm.is_inter()
+        && geometry(ch, extent).is_some_and(|(entry, _)| total > entry)
 }
 
 /// The smallest vector that takes the chain when the members outnumber the CPUs. At 4
