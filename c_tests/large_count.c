@@ -1,6 +1,8 @@
 /* MPI-4 large-count (_c) reductions: every form at small counts checked against a
  * sequential oracle, then MPI_Allreduce_c and MPI_Reduce_local_c on more than 2^31
- * elements (a count that does not fit in an int). */
+ * elements (a count that does not fit in an int), with predefined ops and with user
+ * functions of MPI_Op_create_c (handed the whole count) and MPI_Op_create (at most
+ * INT_MAX elements a call). */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +19,27 @@ static int rank, size, failures;
             }                                                               \
         }                                                                   \
     } while (0)
+
+static long calls;
+static MPI_Count longest, longest_i;
+
+static void xor8_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *dt) {
+    (void)dt;
+    calls++;
+    if (*len > longest) longest = *len;
+    const int8_t *x = in;
+    int8_t *y = inout;
+    for (MPI_Count i = 0; i < *len; i++) y[i] ^= x[i];
+}
+
+static void xor8_i(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    calls++;
+    if (*len > longest_i) longest_i = *len;
+    const int8_t *x = in;
+    int8_t *y = inout;
+    for (int i = 0; i < *len; i++) y[i] ^= x[i];
+}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -69,6 +92,22 @@ int main(int argc, char **argv) {
     for (MPI_Count i = 0; i < big; i += 4093) bad += b[i] != (int8_t)(((i % 7) * size) ^ (i % 7));
     bad += b[big - 1] != (int8_t)((((big - 1) % 7) * size) ^ ((big - 1) % 7));
     CHECK(!bad, "Reduce_local_c over %ld elements: %ld wrong", (long)big, bad);
+    /* A user function of MPI_Op_create_c gets the whole count in one call; one of
+     * MPI_Op_create gets at most INT_MAX elements a call. Both undo the BXOR above. */
+    MPI_Op xc, xi;
+    MPI_Op_create_c(xor8_c, 1, &xc);
+    MPI_Op_create(xor8_i, 1, &xi);
+    MPI_Reduce_local_c(a, b, big, MPI_INT8_T, xc);
+    CHECK(calls == 1 && longest == big, "MPI_Op_create_c function: %ld calls, longest %ld", calls, (long)longest);
+    MPI_Reduce_local_c(a, b, big, MPI_INT8_T, xi);
+    CHECK(calls == 3 && longest_i == INT32_MAX, "MPI_Op_create function: %ld calls in all, longest %ld", calls, (long)longest_i);
+    MPI_Reduce_local_c(a, b, big, MPI_INT8_T, xc);
+    bad = 0;
+    for (MPI_Count i = 0; i < big; i += 4093) bad += b[i] != (int8_t)((i % 7) * size);
+    bad += b[big - 1] != (int8_t)(((big - 1) % 7) * size);
+    CHECK(!bad, "Reduce_local_c with user ops over %ld elements: %ld wrong", (long)big, bad);
+    MPI_Op_free(&xc);
+    MPI_Op_free(&xi);
     free(a);
     free(b);
     int tot;

@@ -343,13 +343,59 @@ pub fn span(p: &Predef, count: usize) -> Option<usize> {
 /// is the caller's handle.
 pub type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut i32);
 
+/// The user function of MPI-4 MPI_Op_create_c: the same with an MPI_Count length.
+pub type UserFnC = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64, *mut i32);
+
+/// A user operation's function, as it was registered.
+#[derive(Debug, Clone, Copy)]
+pub enum UserFunc {
+    /// MPI_Op_create (C or Fortran): called with at most `INT_MAX` elements at a time.
+    Int(UserFn),
+    /// MPI_Op_create_c: called with the whole count.
+    Count(UserFnC),
+}
+
 /// A user-defined operation.
 #[derive(Debug)]
 pub struct UserOp {
-    pub func: UserFn,
+    pub func: UserFunc,
     pub commute: bool,
     /// The handle it was created with (for messages).
     pub handle: i32,
+}
+
+impl UserOp {
+    /// The most elements one call of the function may be handed.
+    pub fn max_count(&self) -> usize {
+        match self.func {
+            UserFunc::Int(_) => c_int::MAX as usize,
+            UserFunc::Count(_) => i64::MAX as usize,
+        }
+    }
+
+    /// Calls the user function on `n` elements of `dtype`: `inout = inv op inout`.
+    ///
+    /// # Safety
+    /// `inv` and `inout` must address `n` elements of `dtype` (as the function sees
+    /// them: from the type map's origin), `inv` only read, and `n <= self.max_count()`.
+    pub unsafe fn call(&self, inv: *mut c_void, inout: *mut c_void, n: usize, dtype: i32) {
+        let mut dt = dtype;
+        match self.func {
+            UserFunc::Int(f) => {
+                let mut len = n as c_int;
+                // SAFETY: registered by MPI_Op_create with the standard's
+                // MPI_User_function signature; `len` and `dt` are live locals; the
+                // buffers are the caller's promise.
+                unsafe { f(inv, inout, &mut len, &mut dt) }
+            }
+            UserFunc::Count(f) => {
+                let mut len = n as i64;
+                // SAFETY: as above, with MPI_User_function_c's signature
+                // (MPI_Op_create_c).
+                unsafe { f(inv, inout, &mut len, &mut dt) }
+            }
+        }
+    }
 }
 
 /// A resolved operation: what a reduction holds while it runs.
@@ -375,7 +421,7 @@ static USER_OPS: RwLock<Vec<Option<Arc<UserOp>>>> = RwLock::new(Vec::new());
 const MAX_USER_OPS: usize = 0x03ff_ffff;
 
 /// Registers a user operation and returns its handle (MPI_Op_create).
-pub fn create(func: UserFn, commute: bool) -> MpiResult<i32> {
+pub fn create(func: UserFunc, commute: bool) -> MpiResult<i32> {
     let mut t = USER_OPS.write().unwrap_or_else(|e| e.into_inner());
     let idx = match t.iter().position(|s| s.is_none()) {
         Some(i) => i,
@@ -567,8 +613,8 @@ fn apply_user(
     if count == 0 {
         return Ok(());
     }
-    let chunk = i32::MAX as usize;
-    // The stride between chunks: needed only beyond i32::MAX elements.
+    let chunk = u.max_count();
+    // The stride between chunks: needed only beyond `chunk` elements.
     let extent = if count > chunk {
         crate::datatype::info(dtype).map(|i| i.1).ok_or_else(|| {
             err(
@@ -588,17 +634,14 @@ fn apply_user(
     while done < count {
         let n = (count - done).min(chunk);
         let off = done * extent;
-        let mut len = n as c_int;
-        let mut dt = dtype;
         // The user function addresses the datatype's type map from the buffer address,
         // which is `lb` bytes before the first instance's memory image.
         let a = inv[off..].as_ptr().wrapping_offset(-lb) as *mut c_void;
         let b = inout[off..].as_mut_ptr().wrapping_offset(-lb) as *mut c_void;
-        // SAFETY: `func` was registered by MPI_Op_create with the signature the standard
-        // prescribes; `a` and `b` point at `n` elements of `dtype` inside the slices
-        // (checked above for predefined types; for derived types the caller sized
-        // them); `len` and `dt` are live locals. The user function reads `a` only.
-        unsafe { (u.func)(a, b, &mut len, &mut dt) };
+        // SAFETY: `a` and `b` point at `n` (at most `max_count`) elements of `dtype`
+        // inside the slices (checked above for predefined types; for derived types the
+        // caller sized them). The user function reads `a` only.
+        unsafe { u.call(a, b, n, dtype) };
         done += n;
     }
     Ok(())

@@ -1102,7 +1102,7 @@ unsafe extern "C" fn user_matmul(a: *mut c_void, b: *mut c_void, len: *mut c_int
 
 #[test]
 fn user_ops() {
-    let h = create(user_sum_i32, true).unwrap();
+    let h = create(UserFunc::Int(user_sum_i32), true).unwrap();
     assert_eq!(handle_kind(h), KIND_DIRECT);
     assert_eq!(handle_obj(h), OBJ_OP);
     let o = resolve(h).unwrap();
@@ -1119,7 +1119,7 @@ fn user_ops() {
         .collect();
     assert!(r.iter().enumerate().all(|(i, &v)| v == 4 * i as i32));
 
-    let m = create(user_matmul, false).unwrap();
+    let m = create(UserFunc::Int(user_matmul), false).unwrap();
     let om = resolve(m).unwrap();
     assert!(!is_commutative(&om));
     let x = f64s(&[1.0, 2.0, 3.0, 4.0]);

@@ -50,8 +50,19 @@ mpi_entry!(MPI_Op_create, PMPI_Op_create,
     crate::runtime::job()?;
     check_out_ptr(op_out, "op (the output handle)")?;
     let f = user_fn.ok_or_else(|| err(MPI_ERR_ARG, "user_fn is NULL"))?;
-    let h = op::create(f, commute != 0)?;
-    *op_out = h;
+    *op_out = op::create(op::UserFunc::Int(f), commute != 0)?;
+    Ok(())
+});
+
+// MPI-4 MPI_Op_create_c: a user function whose length is an MPI_Count; the reductions
+// hand it whole counts, even beyond INT_MAX elements.
+mpi_entry!(MPI_Op_create_c, PMPI_Op_create_c,
+    (user_fn: Option<op::UserFnC>, commute: c_int, op_out: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    check_out_ptr(op_out, "op (the output handle)")?;
+    let f = user_fn.ok_or_else(|| err(MPI_ERR_ARG, "user_fn is NULL"))?;
+    *op_out = op::create(op::UserFunc::Count(f), commute != 0)?;
     Ok(())
 });
 
@@ -120,9 +131,30 @@ mpi_entry!(MPI_Reduce_local, PMPI_Reduce_local,
     fast = { reduce_local_fast(inbuf, inoutbuf, count, datatype, op_h) }, {
     crate::runtime::job()?;
     let n = check_count(count)?;
+    reduce_local(inbuf, inoutbuf, n, datatype, op_h)
+});
+
+/// MPI_Reduce_local (and _c) of `n` elements, after the count's check.
+///
+/// # Safety
+/// The buffers are the caller's: as the standard requires, each holds `n` elements of
+/// `datatype` (checked here: not NULL, not MPI_IN_PLACE, not overlapping).
+unsafe fn reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    n: usize,
+    datatype: i32,
+    op_h: i32,
+) -> MpiResult<()> {
     check_buffer(inbuf, "inbuf", n)?;
     check_buffer(inoutbuf, "inoutbuf", n)?;
-    let span = crate::datatype::info(datatype).map_or(0, |(size, ext)| if n == 0 { 0 } else { (n - 1) * ext + size });
+    let span = crate::datatype::info(datatype).map_or(0, |(size, ext)| {
+        if n == 0 {
+            0
+        } else {
+            (n - 1).saturating_mul(ext).saturating_add(size)
+        }
+    });
     if n > 0 && (std::ptr::eq(inbuf, inoutbuf) || overlaps(inbuf, inoutbuf, span)) {
         return Err(err(
             MPI_ERR_BUFFER,
@@ -139,7 +171,10 @@ mpi_entry!(MPI_Reduce_local, PMPI_Reduce_local,
                 return Ok(());
             }
             let bytes = crate::datatype::packed_size(&t, n).ok_or_else(|| {
-                err(MPI_ERR_COUNT, format!("count = {count} of datatype {datatype:#010x} overflows"))
+                err(
+                    MPI_ERR_COUNT,
+                    format!("count = {n} of datatype {datatype:#010x} overflows"),
+                )
             })?;
             let mut a = vec![0u8; bytes];
             let mut b2 = vec![0u8; bytes];
@@ -157,7 +192,10 @@ mpi_entry!(MPI_Reduce_local, PMPI_Reduce_local,
             let p = op::predefined_type(datatype)?;
             op::check_valid(*b, p)?;
             let bytes = op::span(p, n).ok_or_else(|| {
-                err(MPI_ERR_COUNT, format!("count = {count} of {} overflows", p.name))
+                err(
+                    MPI_ERR_COUNT,
+                    format!("count = {n} of {} overflows", p.name),
+                )
             })?;
             if bytes == 0 {
                 return Ok(());
@@ -176,38 +214,34 @@ mpi_entry!(MPI_Reduce_local, PMPI_Reduce_local,
             if n == 0 {
                 return Ok(());
             }
-            let mut len = count;
-            let mut dt = datatype;
-            // SAFETY: a user op receives the caller's buffers as they are (the datatype
-            // may be derived: its layout is the user function's business); `len` and
-            // `dt` are live locals; the function has the MPI_User_function signature.
-            (u.func)(inbuf as *mut c_void, inoutbuf, &mut len, &mut dt);
+            // In calls of at most `max_count` elements (INT_MAX for MPI_Op_create's
+            // functions; the elements are independent), `extent` bytes apart.
+            let ext = crate::datatype::info(datatype).map_or(0, |i| i.1);
+            let mut done = 0usize;
+            while done < n {
+                let k = (n - done).min(u.max_count());
+                let off = done * ext;
+                // SAFETY: a user op receives the caller's buffers as they are (the
+                // datatype may be derived: its layout is the user function's business);
+                // elements done..done + k lie `off` bytes on; `k <= max_count`.
+                u.call(
+                    (inbuf as *mut u8).wrapping_add(off) as *mut c_void,
+                    (inoutbuf as *mut u8).wrapping_add(off) as *mut c_void,
+                    k,
+                    datatype,
+                );
+                done += k;
+            }
             Ok(())
         }
     }
-});
+}
 
-// MPI-4 MPI_Reduce_local_c: the same element-wise operation with an MPI_Count count, in
-// chunks of at most INT_MAX elements (each element is independent).
+// MPI-4 MPI_Reduce_local_c: the same element-wise operation with an MPI_Count count.
 crate::mpi_entry!(MPI_Reduce_local_c, PMPI_Reduce_local_c,
     (inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, datatype: i32, op_h: i32),
     errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
     let n = crate::ffi::check::count(count, "count")?;
-    let ext = crate::ffi::check::datatype(datatype, "datatype")?.extent;
-    let mut done = 0usize;
-    loop {
-        let k = (n - done).min(c_int::MAX as usize);
-        let off = (done * ext) as isize;
-        let (a, b) = if k == 0 { (inbuf, inoutbuf) } else {
-            ((inbuf as *const u8).wrapping_offset(off) as *const c_void, (inoutbuf as *mut u8).wrapping_offset(off) as *mut c_void)
-        };
-        let rc = PMPI_Reduce_local(a, b, k as c_int, datatype, op_h);
-        if rc != MPI_SUCCESS {
-            return Err(err(crate::error::code_class(rc).unwrap_or(rc), crate::error::code_string(rc).unwrap_or_default()));
-        }
-        done += k;
-        if done >= n {
-            return Ok(());
-        }
-    }
+    reduce_local(inbuf, inoutbuf, n, datatype, op_h)
 });
