@@ -4,8 +4,8 @@
 ! ISEND/IRECV with WAIT, WAITALL, WAITANY, WAITSOME, TEST, TESTALL, TESTANY,
 ! TESTSOME (1-based indices, MPI_UNDEFINED), PROBE/IPROBE, SENDRECV,
 ! SENDRECV_REPLACE, REQUEST_GET_STATUS, REQUEST_FREE, CANCEL/TEST_CANCELLED,
-! and MPI_PROC_NULL; GREQUEST_START / GREQUEST_COMPLETE with Fortran callbacks;
-! ISENDRECV / ISENDRECV_REPLACE.
+! and MPI_PROC_NULL; GREQUEST_START / GREQUEST_COMPLETE with Fortran callbacks (on
+! the caller's EXTRA_STATE variable); ISENDRECV / ISENDRECV_REPLACE.
 ! The C library's view of the Fortran ignore values (MPI-3.1 17.2.5).
 module cview
   use iso_c_binding
@@ -34,6 +34,7 @@ contains
     integer(kind=MPI_ADDRESS_KIND) :: extra
     integer :: ierror
     nfree = nfree + int(extra)
+    extra = extra + 1
     ierror = MPI_SUCCESS
   end subroutine free_fn
   subroutine cancel_fn(extra, complete, ierror)
@@ -55,6 +56,7 @@ program p2p
   integer :: rank, np, ierr, i, k, nxt, prv, cnt, idx, outcount, nfail
   integer :: st(MPI_STATUS_SIZE), sts(MPI_STATUS_SIZE, 8)
   integer :: reqs(8), indices(8)
+  integer(kind=MPI_ADDRESS_KIND) :: gextra
   integer :: sbuf(10), rbuf(10), rbufs(10, 8)
   double precision :: dsend(3), drecv(3)
   integer, parameter :: bsize = 4096
@@ -295,7 +297,8 @@ program p2p
   call expect(all(sbuf == (/ (100 * prv + i, i = 1, 10) /)), 'isendrecv_replace')
 
   ! ---- generalized requests: the query callback's status, free after query
-  call MPI_GREQUEST_START(query_fn, free_fn, cancel_fn, 42_MPI_ADDRESS_KIND, reqs(1), ierr)
+  gextra = 42
+  call MPI_GREQUEST_START(query_fn, free_fn, cancel_fn, gextra, reqs(1), ierr)
   call expect(ierr == MPI_SUCCESS .and. reqs(1) /= MPI_REQUEST_NULL, 'grequest_start')
   call MPI_TEST(reqs(1), flag, st, ierr)
   call expect(.not. flag, 'generalized request complete too early')
@@ -308,6 +311,8 @@ program p2p
   call MPI_GET_COUNT(st, MPI_INTEGER, cnt, ierr)
   call expect(reqs(1) == MPI_REQUEST_NULL .and. st(MPI_TAG) == 42 .and. cnt == 3, 'grequest status')
   call expect(nquery == 1 .and. nfree == 42, 'grequest query and free callbacks')
+  ! (the callbacks get the caller's EXTRA_STATE variable itself, as with MPICH)
+  call expect(gextra == 43, 'grequest free callback updates EXTRA_STATE')
 
   ! ---- C's MPI_F_STATUS_IGNORE / MPI_F_STATUSES_IGNORE are these COMMON members
   call expect(transfer(f_status_ignore, 0_8) == loc(MPI_STATUS_IGNORE), 'MPI_F_STATUS_IGNORE')

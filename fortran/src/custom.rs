@@ -364,8 +364,9 @@ pub unsafe fn keyval_create(
 }
 
 /// MPI_GREQUEST_START: the procedures are Fortran's (the library calls them with every
-/// argument by reference) and the extra state is an INTEGER(KIND=MPI_ADDRESS_KIND),
-/// kept by value.
+/// argument by reference) and the extra state is the caller's
+/// INTEGER(KIND=MPI_ADDRESS_KIND) variable itself, as with MPICH: the callbacks get its
+/// address, so what one of them stores there the caller and the later callbacks see.
 pub unsafe fn grequest_start(
     query_fn: *const c_void,
     free_fn: *const c_void,
@@ -374,16 +375,10 @@ pub unsafe fn grequest_start(
     request: *mut Fint,
     ierror: *mut Fint,
 ) {
-    // SAFETY: the procedures are the caller's, EXTRA_STATE its integer; C writes the
-    // new request into its argument.
+    // SAFETY: the procedures are the caller's, EXTRA_STATE its variable (used only as
+    // the callbacks' argument); C writes the new request into its argument.
     let make = |req: &mut c_int| unsafe {
-        c::PMPI_Grequest_start(
-            query_fn,
-            free_fn,
-            cancel_fn,
-            *extra as usize as *mut c_void,
-            req,
-        )
+        c::PMPI_Grequest_start(query_fn, free_fn, cancel_fn, extra as *mut c_void, req)
     };
     // SAFETY: the request was just created by C; it is of no use without its language.
     let mark = |req: c_int| unsafe { c::shmpi_grequest_set_fortran(req) };

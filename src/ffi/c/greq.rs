@@ -23,7 +23,9 @@ pub type FreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 pub type CancelFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 
 /// The Fortran forms: every argument by reference, the extra state an
-/// INTEGER(KIND=MPI_ADDRESS_KIND), the error code in a trailing IERROR.
+/// INTEGER(KIND=MPI_ADDRESS_KIND), the error code in a trailing IERROR. A request
+/// started from Fortran keeps the address of the program's EXTRA_STATE variable
+/// (fortran/src/custom.rs) and hands the callbacks that variable itself.
 type FQuery = unsafe extern "C" fn(*mut isize, *mut CStatus, *mut c_int);
 type FFree = unsafe extern "C" fn(*mut isize, *mut c_int);
 type FCancel = unsafe extern "C" fn(*mut isize, *mut c_int, *mut c_int);
@@ -66,12 +68,14 @@ fn run_query(g: &Greq, st: &mut Status) -> c_int {
     };
     let mut cs = CStatus::from(st);
     let rc = if g.fortran {
-        // SAFETY: registered from Fortran with this signature; every argument points to
-        // our locals, the status has MPICH's Fortran layout (the C one).
+        // SAFETY: registered from Fortran with this signature; the extra state is the
+        // program's variable (it must outlive the request, as with MPICH), the other
+        // arguments point to our locals; the status has MPICH's Fortran layout (the C
+        // one).
         unsafe {
             let f: FQuery = std::mem::transmute::<QueryFn, FQuery>(q);
-            let (mut extra, mut ierr) = (g.extra as isize, 0);
-            f(&mut extra, &mut cs, &mut ierr);
+            let mut ierr = 0;
+            f(g.extra as *mut isize, &mut cs, &mut ierr);
             ierr
         }
     } else {
@@ -91,11 +95,11 @@ fn run_free(g: &Greq) -> c_int {
         return MPI_SUCCESS;
     };
     if g.fortran {
-        // SAFETY: registered from Fortran with this signature.
+        // SAFETY: registered from Fortran with this signature; the extra state as above.
         unsafe {
             let f: FFree = std::mem::transmute::<FreeFn, FFree>(f);
-            let (mut extra, mut ierr) = (g.extra as isize, 0);
-            f(&mut extra, &mut ierr);
+            let mut ierr = 0;
+            f(g.extra as *mut isize, &mut ierr);
             ierr
         }
     } else {
@@ -156,11 +160,11 @@ pub fn cancel(id: usize) -> MpiResult<Option<()>> {
     };
     let complete = p2p::is_complete(id) as c_int;
     let rc = if g.fortran {
-        // SAFETY: registered from Fortran with this signature.
+        // SAFETY: registered from Fortran with this signature; the extra state as above.
         unsafe {
             let f: FCancel = std::mem::transmute::<CancelFn, FCancel>(c);
-            let (mut extra, mut flag, mut ierr) = (g.extra as isize, complete, 0);
-            f(&mut extra, &mut flag, &mut ierr);
+            let (mut flag, mut ierr) = (complete, 0);
+            f(g.extra as *mut isize, &mut flag, &mut ierr);
             ierr
         }
     } else {
