@@ -1,8 +1,9 @@
 /* Derived datatypes from C: constructors and their size / bounds queries, Pack /
  * Unpack / Pack_size against a hand-written gather, MPI_Get_address with MPI_BOTTOM,
- * envelope / contents, names, match_size / f90 types, Get_elements_x, error classes,
- * and MPI_Reduce_local on derived types (MPI_SUM on a vector of doubles, a user op on
- * a struct type) against a sequential oracle. Purely local: every rank runs it. */
+ * envelope / contents, names, match_size, the f90 types (combiners, arguments, handles,
+ * use), Get_elements_x, error classes, and MPI_Reduce_local on derived types (MPI_SUM
+ * on a vector of doubles, a user op on a struct type) against a sequential oracle.
+ * Local but for one MPI_Allreduce on an f90 type: every rank runs it. */
 #include <mpi.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -292,14 +293,61 @@ static void envelope_names(void) {
     CHECK(m == MPI_INTEGER4, "match_size integer 4");
     OK(MPI_Type_match_size(MPI_TYPECLASS_COMPLEX, 8, &m));
     CHECK(m == MPI_COMPLEX8, "match_size complex 8");
-    OK(MPI_Type_create_f90_real(6, MPI_UNDEFINED, &m));
-    CHECK(m == MPI_REAL4, "f90_real(6)");
-    OK(MPI_Type_create_f90_real(15, MPI_UNDEFINED, &m));
-    CHECK(m == MPI_REAL8, "f90_real(15)");
-    OK(MPI_Type_create_f90_integer(9, &m));
-    CHECK(m == MPI_INTEGER4, "f90_integer(9)");
-    OK(MPI_Type_create_f90_complex(15, MPI_UNDEFINED, &m));
-    CHECK(m == MPI_DOUBLE_COMPLEX || m == MPI_COMPLEX16, "f90_complex(15)");
+    /* MPI_Type_create_f90_*: the kind SELECTED_*_KIND picks, reporting the F90
+     * combiner and the arguments as given (MPI-3.1 4.1.13); the same handle for the
+     * same arguments, another for others. */
+    struct {
+        int which, p, r, size, combiner;
+    } f90[] = {
+        {0, 6, MPI_UNDEFINED, 4, MPI_COMBINER_F90_REAL},
+        {0, 15, MPI_UNDEFINED, 8, MPI_COMBINER_F90_REAL},
+        {0, MPI_UNDEFINED, 300, 8, MPI_COMBINER_F90_REAL},
+        {1, 3, 10, 8, MPI_COMBINER_F90_COMPLEX},
+        {1, 15, MPI_UNDEFINED, 16, MPI_COMBINER_F90_COMPLEX},
+        {2, 0, 9, 4, MPI_COMBINER_F90_INTEGER},
+        {2, 0, 8, 4, MPI_COMBINER_F90_INTEGER},
+        {2, 0, 18, 8, MPI_COMBINER_F90_INTEGER},
+    };
+    MPI_Datatype f90t[8];
+    for (int k = 0; k < 8; k++) {
+        for (int again = 0; again < 2; again++) {
+            MPI_Datatype x;
+            if (f90[k].which == 0) OK(MPI_Type_create_f90_real(f90[k].p, f90[k].r, &x));
+            else if (f90[k].which == 1) OK(MPI_Type_create_f90_complex(f90[k].p, f90[k].r, &x));
+            else OK(MPI_Type_create_f90_integer(f90[k].r, &x));
+            if (again) CHECK(x == f90t[k], "f90 case %d: a second call gave another handle", k);
+            f90t[k] = x;
+        }
+        for (int j = 0; j < k; j++) CHECK(f90t[j] != f90t[k], "f90 cases %d and %d: one handle", j, k);
+        int ni, na, nd, comb, ints[2] = {-7, -7}, sz;
+        OK(MPI_Type_get_envelope(f90t[k], &ni, &na, &nd, &comb));
+        int want_ni = f90[k].which == 2 ? 1 : 2;
+        CHECK(comb == f90[k].combiner && ni == want_ni && na == 0 && nd == 0,
+              "f90 case %d: envelope %d %d %d combiner %d", k, ni, na, nd, comb);
+        OK(MPI_Type_get_contents(f90t[k], 2, 0, 0, ints, NULL, NULL));
+        if (f90[k].which == 2)
+            CHECK(ints[0] == f90[k].r, "f90 case %d: contents %d", k, ints[0]);
+        else
+            CHECK(ints[0] == f90[k].p && ints[1] == f90[k].r, "f90 case %d: contents %d %d", k, ints[0], ints[1]);
+        OK(MPI_Type_size(f90t[k], &sz));
+        CHECK(sz == f90[k].size, "f90 case %d: size %d", k, sz);
+    }
+    /* Usable at once (predefined: committed) in communication and reductions. */
+    {
+        double x[5], y[5];
+        for (int i = 0; i < 5; i++) x[i] = 0.25 * i + rank;
+        OK(MPI_Allreduce(x, y, 5, f90t[1], MPI_SUM, MPI_COMM_WORLD));
+        int np;
+        MPI_Comm_size(MPI_COMM_WORLD, &np);
+        for (int i = 0; i < 5; i++) {
+            double want = 0;
+            for (int r = 0; r < np; r++) want += 0.25 * i + r;
+            CHECK(y[i] == want, "Allreduce on f90_real(15) [%d]: %g, want %g", i, y[i], want);
+        }
+        int u[3] = {5, -6, 7}, v[3] = {0, 0, 0};
+        OK(MPI_Sendrecv(u, 3, f90t[5], 0, 9, v, 3, f90t[5], 0, 9, MPI_COMM_SELF, MPI_STATUS_IGNORE));
+        CHECK(v[0] == 5 && v[1] == -6 && v[2] == 7, "Sendrecv on f90_integer(9): %d %d %d", v[0], v[1], v[2]);
+    }
 
     MPI_Type_free(&s);
     MPI_Type_free(&v);
@@ -308,6 +356,13 @@ static void envelope_names(void) {
 static void errors(void) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int rc, cls;
+    /* A type of MPI_Type_create_f90_* is predefined: freeing it is an error. */
+    MPI_Datatype f90r, keep;
+    MPI_Type_create_f90_real(15, 300, &f90r);
+    keep = f90r;
+    rc = MPI_Type_free(&f90r);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_TYPE && f90r == keep, "MPI_Type_free of an f90 type: class %d", cls);
     MPI_Datatype v, d = MPI_DOUBLE;
     char msg[MPI_MAX_ERROR_STRING];
     int len;

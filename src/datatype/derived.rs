@@ -33,6 +33,9 @@ pub struct Type {
     name: Mutex<String>,
     /// MPI_Type_set_attr's attributes.
     pub attrs: crate::comm::attr::Attrs,
+    /// The handle of a type of MPI_Type_create_f90_*: predefined in the standard's
+    /// sense (permanent, never freed, MPI_Type_get_contents returns it as itself).
+    permanent: OnceLock<i32>,
 }
 
 /// A resolved datatype, held for the duration of an operation.
@@ -47,6 +50,7 @@ impl Type {
             committed: AtomicBool::new(false),
             name: Mutex::new(String::new()),
             attrs: Mutex::new(Vec::new()),
+            permanent: OnceLock::new(),
         }
     }
     pub fn size(&self) -> usize {
@@ -238,6 +242,12 @@ pub fn free(h: i32) -> MpiResult<()> {
         ));
     }
     let t = get(h, "datatype")?;
+    if t.permanent.get().is_some() {
+        return Err(err(
+            MPI_ERR_TYPE,
+            format!("datatype={h:#010x} comes from MPI_Type_create_f90_*: it is predefined and cannot be freed"),
+        ));
+    }
     // The delete callbacks run first; one that fails leaves the type as it was.
     crate::comm::attr::delete_all(type_owner(h, &t))?;
     let idx = direct_index(h, OBJ_DATATYPE).expect("checked by get");
@@ -621,9 +631,10 @@ pub fn contents(
     }
     let mut hs = Vec::with_capacity(e.types.len());
     for c in &e.types {
-        match c.predefined {
-            Some(p) => hs.push(p.handle),
-            None => match register(c.clone()) {
+        match (c.predefined, c.permanent.get()) {
+            (Some(p), _) => hs.push(p.handle),
+            (None, Some(&ph)) => hs.push(ph),
+            (None, None) => match register(c.clone()) {
                 Ok(nh) => hs.push(nh),
                 Err(x) => {
                     for h in hs {
@@ -677,8 +688,59 @@ fn no_f90(what: &str) -> MpiError {
     err(MPI_ERR_ARG, format!("no predefined type provides {what}"))
 }
 
+/// The type of MPI_Type_create_f90_real/complex/integer (`combiner`, with the
+/// arguments `ints` as given): one handle per distinct call, made once, laid out as
+/// the predefined `base` it selects and reporting the F90 combiner and its arguments
+/// (MPI-3.1 4.1.13, 17.1.9). Repeated calls return the same handle, so a program that
+/// asks in a loop creates nothing new.
+fn f90_type(combiner: i32, ints: Vec<i32>, base: i32) -> MpiResult<i32> {
+    static MADE: std::sync::LazyLock<Mutex<std::collections::HashMap<(i32, Vec<i32>), i32>>> =
+        std::sync::LazyLock::new(Default::default);
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    let key = (combiner, ints);
+    if let Some(&h) = made.get(&key) {
+        return Ok(h);
+    }
+    let p = predefined::lookup(base).expect("a predefined Fortran type");
+    let mut t = Type::new(
+        Layout::predefined(p),
+        Envelope {
+            combiner,
+            ints: key.1.clone(),
+            addrs: vec![],
+            types: vec![],
+        },
+    );
+    t.committed = AtomicBool::new(true);
+    t.name = Mutex::new(p.name.to_string());
+    let t = Arc::new(t);
+    let h = register(t.clone())?;
+    let _ = t.permanent.set(h);
+    made.insert(key, h);
+    Ok(h)
+}
+
 /// MPI_Type_create_f90_real (p, r may be MPI_UNDEFINED, but not both).
 pub fn f90_real(p: i32, r: i32) -> MpiResult<i32> {
+    f90_type(MPI_COMBINER_F90_REAL, vec![p, r], f90_real_kind(p, r)?)
+}
+
+/// MPI_Type_create_f90_complex: the complex type of the real kind f90_real picks.
+pub fn f90_complex(p: i32, r: i32) -> MpiResult<i32> {
+    f90_type(
+        MPI_COMBINER_F90_COMPLEX,
+        vec![p, r],
+        f90_complex_kind(p, r)?,
+    )
+}
+
+/// MPI_Type_create_f90_integer: the smallest INTEGERn with decimal range `r`.
+pub fn f90_integer(r: i32) -> MpiResult<i32> {
+    f90_type(MPI_COMBINER_F90_INTEGER, vec![r], f90_integer_kind(r)?)
+}
+
+/// The predefined REALn of SELECTED_REAL_KIND(p, r).
+pub fn f90_real_kind(p: i32, r: i32) -> MpiResult<i32> {
     if p == MPI_UNDEFINED && r == MPI_UNDEFINED {
         return Err(err(MPI_ERR_ARG, "p and r are both MPI_UNDEFINED"));
     }
@@ -698,17 +760,17 @@ pub fn f90_real(p: i32, r: i32) -> MpiResult<i32> {
     }
 }
 
-/// MPI_Type_create_f90_complex: the complex type of the real kind f90_real picks.
-pub fn f90_complex(p: i32, r: i32) -> MpiResult<i32> {
-    Ok(match f90_real(p, r)? {
+/// The predefined COMPLEXn of the real kind [`f90_real_kind`] picks.
+pub fn f90_complex_kind(p: i32, r: i32) -> MpiResult<i32> {
+    Ok(match f90_real_kind(p, r)? {
         MPI_REAL4 => MPI_COMPLEX8,
         MPI_REAL8 => MPI_COMPLEX16,
         _ => MPI_COMPLEX32,
     })
 }
 
-/// MPI_Type_create_f90_integer: the smallest INTEGERn with decimal range `r`.
-pub fn f90_integer(r: i32) -> MpiResult<i32> {
+/// The smallest predefined INTEGERn with decimal range `r`.
+pub fn f90_integer_kind(r: i32) -> MpiResult<i32> {
     match r {
         r if r < 0 => Err(err(MPI_ERR_ARG, format!("r={r} is negative"))),
         0..=2 => Ok(MPI_INTEGER1),

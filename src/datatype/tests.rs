@@ -751,14 +751,44 @@ fn match_size_and_f90() {
         MPI_COMPLEX16
     );
     assert!(match_size(MPI_TYPECLASS_REAL, 3).is_err());
-    assert_eq!(f90_real(6, MPI_UNDEFINED).unwrap(), MPI_REAL4);
-    assert_eq!(f90_real(15, 300).unwrap(), MPI_REAL8);
-    assert_eq!(f90_real(20, MPI_UNDEFINED).unwrap(), MPI_REAL16);
-    assert_eq!(f90_complex(10, MPI_UNDEFINED).unwrap(), MPI_COMPLEX16);
-    assert_eq!(f90_integer(4).unwrap(), MPI_INTEGER2);
-    assert_eq!(f90_integer(9).unwrap(), MPI_INTEGER4);
-    assert_eq!(f90_integer(18).unwrap(), MPI_INTEGER8);
+    assert_eq!(f90_real_kind(6, MPI_UNDEFINED).unwrap(), MPI_REAL4);
+    assert_eq!(f90_real_kind(15, 300).unwrap(), MPI_REAL8);
+    assert_eq!(f90_real_kind(20, MPI_UNDEFINED).unwrap(), MPI_REAL16);
+    assert_eq!(f90_complex_kind(10, MPI_UNDEFINED).unwrap(), MPI_COMPLEX16);
+    assert_eq!(f90_integer_kind(4).unwrap(), MPI_INTEGER2);
+    assert_eq!(f90_integer_kind(9).unwrap(), MPI_INTEGER4);
+    assert_eq!(f90_integer_kind(18).unwrap(), MPI_INTEGER8);
+    assert!(f90_integer_kind(19).is_err());
     assert!(f90_integer(19).is_err());
+    assert!(f90_real(MPI_UNDEFINED, MPI_UNDEFINED).is_err());
+}
+
+#[test]
+fn f90_types_are_permanent_with_their_arguments() {
+    // The F90 combiner and the arguments as given; one handle per distinct call.
+    let a = f90_real(15, MPI_UNDEFINED).unwrap();
+    assert_eq!(envelope(a).unwrap(), (2, 0, 0, MPI_COMBINER_F90_REAL));
+    assert_eq!(contents(a, 2, 0, 0).unwrap().0, vec![15, MPI_UNDEFINED]);
+    assert_eq!(f90_real(15, MPI_UNDEFINED).unwrap(), a);
+    assert_ne!(f90_real(14, MPI_UNDEFINED).unwrap(), a);
+    let i8 = f90_integer(9).unwrap();
+    let i9 = f90_integer(8).unwrap();
+    assert_ne!(i8, i9);
+    assert_eq!(envelope(i8).unwrap(), (1, 0, 0, MPI_COMBINER_F90_INTEGER));
+    assert_eq!(contents(i8, 1, 0, 0).unwrap().0, vec![9]);
+    let c = f90_complex(3, 10).unwrap();
+    assert_eq!(envelope(c).unwrap(), (2, 0, 0, MPI_COMBINER_F90_COMPLEX));
+    // Laid out as the kind they select, committed, and never freed.
+    let (ta, tc) = (t(a), t(c));
+    assert_eq!((ta.size(), ta.extent(), ta.is_committed()), (8, 8, true));
+    assert_eq!((tc.size(), tc.extent()), (8, 8));
+    assert_eq!(tc.basic_elem(), Some((MPI_COMPLEX8, 1)));
+    assert_eq!(free(a).unwrap_err().class, MPI_ERR_TYPE);
+    // A duplicate's contents give the F90 type back as itself (nothing to free).
+    let d = dup(a).unwrap();
+    assert_eq!(contents(d, 0, 0, 1).unwrap().2, vec![a]);
+    free(d).unwrap();
+    assert_eq!(envelope(a).unwrap().3, MPI_COMBINER_F90_REAL);
 }
 
 #[test]
