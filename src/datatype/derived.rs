@@ -694,8 +694,9 @@ fn no_f90(what: &str) -> MpiError {
 /// (MPI-3.1 4.1.13, 17.1.9). Repeated calls return the same handle, so a program that
 /// asks in a loop creates nothing new.
 fn f90_type(combiner: i32, ints: Vec<i32>, base: i32) -> MpiResult<i32> {
-    static MADE: std::sync::LazyLock<Mutex<std::collections::HashMap<(i32, Vec<i32>), i32>>> =
-        std::sync::LazyLock::new(Default::default);
+    /// (combiner, arguments) -> handle.
+    type Made = std::collections::HashMap<(i32, Vec<i32>), i32>;
+    static MADE: std::sync::LazyLock<Mutex<Made>> = std::sync::LazyLock::new(Default::default);
     let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
     let key = (combiner, ints);
     if let Some(&h) = made.get(&key) {
