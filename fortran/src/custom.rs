@@ -691,6 +691,13 @@ mod ci {
             flag: *mut c_int,
         ) -> c_int;
         pub fn PMPI_Info_get_nthkey(info: c_int, n: c_int, key: *mut c_char) -> c_int;
+        pub fn PMPI_Info_get_string(
+            info: c_int,
+            key: *const c_char,
+            buflen: *mut c_int,
+            value: *mut c_char,
+            flag: *mut c_int,
+        ) -> c_int;
         pub fn PMPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int;
     }
 }
@@ -709,8 +716,8 @@ pub unsafe fn info_set(
     value_len: usize,
 ) {
     let rc = rt::guard(|| {
-        let k = rt::string_in(key, key_len);
-        let v = rt::string_in(value, value_len);
+        let k = rt::string_in_stripped(key, key_len);
+        let v = rt::string_in_stripped(value, value_len);
         // SAFETY: INFO is the caller's INTEGER; both strings are NUL-terminated.
         unsafe { ci::PMPI_Info_set(*info, k.as_ptr().cast(), v.as_ptr().cast()) }
     });
@@ -733,7 +740,7 @@ pub unsafe fn add_error_string(
 
 pub unsafe fn info_delete(info: *const Fint, key: *const u8, ierror: *mut Fint, key_len: usize) {
     let rc = rt::guard(|| {
-        let k = rt::string_in(key, key_len);
+        let k = rt::string_in_stripped(key, key_len);
         // SAFETY: INFO is the caller's INTEGER; the key is NUL-terminated.
         unsafe { ci::PMPI_Info_delete(*info, k.as_ptr().cast()) }
     });
@@ -753,7 +760,7 @@ pub unsafe fn info_get(
     value_len: usize,
 ) {
     let rc = rt::guard(|| {
-        let k = rt::string_in(key, key_len);
+        let k = rt::string_in_stripped(key, key_len);
         let mut buf = vec![0u8; C_MAX_INFO_VAL + 1];
         let mut f: c_int = 0;
         // SAFETY: INFO and VALUELEN are the caller's INTEGERs; `buf` has room for the
@@ -791,7 +798,7 @@ pub unsafe fn info_get_valuelen(
     key_len: usize,
 ) {
     let rc = rt::guard(|| {
-        let k = rt::string_in(key, key_len);
+        let k = rt::string_in_stripped(key, key_len);
         let (mut n, mut f): (c_int, c_int) = (0, 0);
         // SAFETY: INFO is the caller's INTEGER; outputs are our locals.
         let rc = unsafe { ci::PMPI_Info_get_valuelen(*info, k.as_ptr().cast(), &mut n, &mut f) };
@@ -803,6 +810,57 @@ pub unsafe fn info_get_valuelen(
                 }
                 *flag = (f != 0) as Fint;
             }
+        }
+        rc
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+/// MPI-4 MPI_INFO_GET_STRING(INFO, KEY, BUFLEN, VALUE, FLAG, IERROR): with the key,
+/// VALUE gets at most BUFLEN characters of its value, blank-padded (nothing at all when
+/// BUFLEN is 0), and BUFLEN the value's whole length; without it, FLAG is false and
+/// VALUE and BUFLEN stay as they were.
+pub unsafe fn info_get_string(
+    info: *const Fint,
+    key: *const u8,
+    buflen: *mut Fint,
+    value: *mut u8,
+    flag: *mut Fint,
+    ierror: *mut Fint,
+    key_len: usize,
+    value_len: usize,
+) {
+    let rc = rt::guard(|| {
+        let k = rt::string_in_stripped(key, key_len);
+        let mut buf = vec![0u8; C_MAX_INFO_VAL + 1];
+        let mut n = buf.len() as c_int;
+        let mut f: c_int = 0;
+        // SAFETY: INFO and BUFLEN are the caller's INTEGERs; `buf` holds the longest
+        // value and its NUL, as `n` says.
+        let (info, want) = unsafe { (*info, *buflen) };
+        // SAFETY: as above.
+        let rc = unsafe {
+            ci::PMPI_Info_get_string(
+                info,
+                k.as_ptr().cast(),
+                &mut n,
+                buf.as_mut_ptr().cast(),
+                &mut f,
+            )
+        };
+        if rc == 0 {
+            if f != 0 {
+                let whole = (n - 1).max(0);
+                if want > 0 {
+                    let take = (want as usize).min(whole as usize);
+                    buf[take] = 0;
+                    rt::string_out(&buf, value, value_len);
+                }
+                // SAFETY: BUFLEN is the caller's INTEGER.
+                unsafe { *buflen = whole };
+            }
+            // SAFETY: FLAG is the caller's LOGICAL.
+            unsafe { *flag = (f != 0) as Fint };
         }
         rc
     });

@@ -158,6 +158,15 @@ pub fn string_in(src: *const u8, len: usize) -> Vec<u8> {
     v
 }
 
+/// A Fortran CHARACTER input without its leading and trailing blanks, NUL-terminated
+/// for C: info keys and values, which the standard strips in Fortran (MPI-3.1 9).
+pub fn string_in_stripped(src: *const u8, len: usize) -> Vec<u8> {
+    let mut v = string_in(src, len);
+    let lead = v.iter().take_while(|&&b| b == b' ').count();
+    v.drain(..lead);
+    v
+}
+
 /// gfortran's .TRUE. (C's 1).
 const FORTRAN_TRUE: Fint = 1;
 /// Marks the entries of a LOGICAL output array that C did not write.
