@@ -30,7 +30,7 @@ fn main() {
     println!("cargo:rerun-if-changed=../build_support/header.rs");
 
     let funcs = fs::read_to_string(here.join("functions.tsv")).expect("functions.tsv");
-    fs::write(out.join("exports.rs"), exports(&funcs)).unwrap();
+    fs::write(out.join("exports.rs"), exports(&funcs) + &sizeof_exports()).unwrap();
 
     let tsv = fs::read_to_string(root.join("abi/mpich-abi-fortran.tsv"))
         .expect("abi/mpich-abi-fortran.tsv");
@@ -39,7 +39,7 @@ fn main() {
     let gen = root.join("target/generated");
     fs::create_dir_all(&gen).unwrap();
     write_if_changed(&gen.join("mpif.h"), &table.mpif_h());
-    write_if_changed(&gen.join("mpi.f90"), MPI_F90);
+    write_if_changed(&gen.join("mpi.f90"), &mpi_f90());
 
     // Link against the C library built by the root package (same target directory):
     // OUT_DIR is <target>/<profile>/build/<pkg>-<hash>/out.
@@ -79,8 +79,52 @@ module mpi
   include 'mpif.h'
   integer(kind=MPI_ADDRESS_KIND), external :: MPI_AINT_ADD, MPI_AINT_DIFF
   integer(kind=MPI_ADDRESS_KIND), external :: PMPI_AINT_ADD, PMPI_AINT_DIFF
-end module mpi
 ";
+
+/// MPI_SIZEOF (MPI-3.1 17.1.18), the generic the `mpi` module provides: one specific
+/// per intrinsic type and kind, for scalars and arrays of any rank (assumed rank), each
+/// an external routine of libmpifort that reports its element size: (name suffix,
+/// Fortran type, bytes).
+const SIZEOF: &[(&str, &str, i32)] = &[
+    ("i1", "integer(kind=1)", 1),
+    ("i2", "integer(kind=2)", 2),
+    ("i4", "integer(kind=4)", 4),
+    ("i8", "integer(kind=8)", 8),
+    ("r4", "real(kind=4)", 4),
+    ("r8", "real(kind=8)", 8),
+    ("r16", "real(kind=16)", 16),
+    ("c8", "complex(kind=4)", 8),
+    ("c16", "complex(kind=8)", 16),
+    ("c32", "complex(kind=16)", 32),
+    ("l1", "logical(kind=1)", 1),
+    ("l2", "logical(kind=2)", 2),
+    ("l4", "logical(kind=4)", 4),
+    ("l8", "logical(kind=8)", 8),
+];
+
+/// The `mpi` module's source: MPI_F90 and the MPI_SIZEOF interface.
+fn mpi_f90() -> String {
+    let mut s = String::from(MPI_F90);
+    s.push_str("  interface MPI_SIZEOF\n");
+    for (sfx, ty, _) in SIZEOF {
+        s.push_str(&format!(
+            "    subroutine MPI_SIZEOF_{sfx}(x, size, ierror)\n      {ty}, intent(in) :: x(..)\n      integer, intent(out) :: size, ierror\n    end subroutine\n"
+        ));
+    }
+    s.push_str("  end interface\nend module mpi\n");
+    s
+}
+
+/// The specifics of MPI_SIZEOF, under gfortran's names for them.
+fn sizeof_exports() -> String {
+    let mut o = String::from("\n// MPI_SIZEOF's specifics (build.rs SIZEOF).\n");
+    for (sfx, _, bytes) in SIZEOF {
+        o.push_str(&format!(
+            "#[no_mangle]\npub unsafe extern \"C\" fn mpi_sizeof_{sfx}_(_x: *const c_void, size: *mut Fint, ierror: *mut Fint) {{\n    // SAFETY: SIZE and IERROR are the caller's INTEGERs.\n    unsafe {{ custom::sizeof(size, ierror, {bytes}) }}\n}}\n"
+        ));
+    }
+    o
+}
 
 // ------------------------------------------------------------------ exports
 

@@ -289,6 +289,9 @@ program datatypes
   call MPI_TYPE_SIZE(t, sz, ierr)
   call expect(ierr == MPI_SUCCESS .and. sz == 8, 'f90_complex(6)')
 
+  ! ---- MPI_SIZEOF (the mpi module's generic): scalars and arrays of every kind
+  call sizeof_checks()
+
   ! ---- MPI-1 ADDRESS: INTEGER, differences right
   call MPI_ADDRESS(x(1), i1, ierr)
   call MPI_ADDRESS(x(5), i2, ierr)
@@ -356,4 +359,63 @@ contains
     call expect(pos == 4 * n .and. all(back(want) == want) .and. count(back /= 0) == n, &
          what // ': unpacked through the type')
   end subroutine check_pack
+
+  ! MPI_SIZEOF of scalars and of arrays of rank 1 and 2 against MPI_TYPE_SIZE of the
+  ! matching named type.
+  subroutine sizeof_checks()
+    integer(kind=1) :: i1, i1a(3)
+    integer(kind=2) :: i2
+    integer :: i4, i4a(2, 5), ts, ie
+    integer(kind=8) :: i8
+    real :: r4a(7)
+    double precision :: r8
+    real(kind=16) :: r16
+    complex :: c8
+    complex(kind=8) :: c16a(2, 2)
+    logical :: l4
+    integer :: got(12), want(12), k
+    call MPI_SIZEOF(i1, got(1), ie)
+    call MPI_SIZEOF(i1a, got(2), ie)
+    call MPI_SIZEOF(i2, got(3), ie)
+    call MPI_SIZEOF(i4, got(4), ie)
+    call MPI_SIZEOF(i4a, got(5), ie)
+    call MPI_SIZEOF(i8, got(6), ie)
+    call MPI_SIZEOF(r4a, got(7), ie)
+    call MPI_SIZEOF(r8, got(8), ie)
+    call MPI_SIZEOF(r16, got(9), ie)
+    call MPI_SIZEOF(c8, got(10), ie)
+    call MPI_SIZEOF(c16a, got(11), ie)
+    call MPI_SIZEOF(l4, got(12), ie)
+    call expect(ie == MPI_SUCCESS, 'mpi_sizeof ierror')
+    k = 0
+    do ts = 1, 12
+      select case (ts)
+      case (1, 2)
+        call MPI_TYPE_SIZE(MPI_INTEGER1, want(ts), ie)
+      case (3)
+        call MPI_TYPE_SIZE(MPI_INTEGER2, want(ts), ie)
+      case (4, 5)
+        call MPI_TYPE_SIZE(MPI_INTEGER, want(ts), ie)
+      case (6)
+        call MPI_TYPE_SIZE(MPI_INTEGER8, want(ts), ie)
+      case (7)
+        call MPI_TYPE_SIZE(MPI_REAL, want(ts), ie)
+      case (8)
+        call MPI_TYPE_SIZE(MPI_DOUBLE_PRECISION, want(ts), ie)
+      case (9)
+        call MPI_TYPE_SIZE(MPI_REAL16, want(ts), ie)
+      case (10)
+        call MPI_TYPE_SIZE(MPI_COMPLEX, want(ts), ie)
+      case (11)
+        call MPI_TYPE_SIZE(MPI_DOUBLE_COMPLEX, want(ts), ie)
+      case (12)
+        call MPI_TYPE_SIZE(MPI_LOGICAL, want(ts), ie)
+      end select
+      if (got(ts) /= want(ts)) then
+        print *, 'mpi_sizeof case', ts, ':', got(ts), 'want', want(ts)
+        k = k + 1
+      end if
+    end do
+    call expect(k == 0, 'mpi_sizeof')
+  end subroutine sizeof_checks
 end program datatypes

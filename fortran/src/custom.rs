@@ -1163,3 +1163,13 @@ pub unsafe fn pack_external_size(
     });
     rt::set_ierror(ierror, rc);
 }
+
+/// MPI_SIZEOF's specifics: SIZE = `bytes`, the size of one element of the argument's
+/// type and kind (the argument itself is not read).
+pub unsafe fn sizeof(size: *mut Fint, ierror: *mut Fint, bytes: Fint) {
+    if !size.is_null() {
+        // SAFETY: SIZE is the caller's INTEGER.
+        unsafe { *size = bytes };
+    }
+    rt::set_ierror(ierror, crate::abi::MPI_SUCCESS);
+}
