@@ -4,7 +4,8 @@
  * - calls that return a single status (Recv, Wait, Test, Probe, Iprobe, Sendrecv) leave
  *   its MPI_ERROR field alone; only the multiple-completion calls set it (3.2.5);
  * - MPI_LASTUSEDCODE is at least MPI_ERR_LASTCODE and every added code (8.5);
- * - MPI_Add_error_class/code/string, MPI_Status_set_elements(_x)/cancelled,
+ * - MPI_Add_error_class/code/string (also as what a copy callback returns),
+ *   MPI_Status_set_elements(_x)/cancelled,
  *   MPI_Comm_set_info/get_info, MPI_Info_get_string;
  * - MPI_Pcontrol returns MPI_SUCCESS for any level and extra arguments (14.2.4). */
 #include <mpi.h>
@@ -38,9 +39,11 @@ static int del(MPI_Comm comm, int key, void *val, void *extra) {
 
 static int copies_deleted;
 
+static int copy_ret = MPI_ERR_OTHER;
+
 static int copy_or_fail(MPI_Comm comm, int key, void *extra, void *in, void *out, int *flag) {
     (void)comm, (void)key, (void)extra;
-    if ((long)in == 2) return MPI_ERR_OTHER;
+    if ((long)in == 2) return copy_ret;
     *(void **)out = in;
     *flag = 1;
     return MPI_SUCCESS;
@@ -211,9 +214,24 @@ int main(int argc, char **argv) {
         CHECK(cls == MPI_ERR_OTHER && d == MPI_COMM_NULL && copies_deleted == 1,
               "failing copy callback: class %d, newcomm %s, %d copies deleted", cls,
               d == MPI_COMM_NULL ? "MPI_COMM_NULL" : "set", copies_deleted);
+        /* What the callback returns decides the class: a code MPI does not know is
+         * MPI_ERR_UNKNOWN; a code the program added comes back as it is, with its class
+         * and string. */
+        int rets[2] = {12345, ecode}, want[2] = {MPI_ERR_UNKNOWN, ecls};
+        for (int i = 0; i < 2; i++) {
+            copy_ret = rets[i];
+            rc = MPI_Comm_dup(base, &d);
+            MPI_Error_class(rc, &cls);
+            CHECK(rc != MPI_SUCCESS && cls == want[i] && d == MPI_COMM_NULL,
+                  "copy callback returning %d: class %d, not %d", rets[i], cls, want[i]);
+        }
+        MPI_Error_string(rc, msg, &len);
+        CHECK(strcmp(msg, "the widget is broken") == 0, "string of the passed-on code: %s", msg);
+        copy_ret = MPI_ERR_OTHER;
+        CHECK(copies_deleted == 3, "each failed dup deletes its copy: %d", copies_deleted);
         MPI_Comm_delete_attr(base, kbad);
         MPI_Comm_free(&base);
-        CHECK(copies_deleted == 3, "deletes after freeing: %d", copies_deleted);
+        CHECK(copies_deleted == 5, "deletes after freeing: %d", copies_deleted);
         MPI_Comm_free_keyval(&kok);
         MPI_Comm_free_keyval(&kbad);
     }

@@ -1,8 +1,9 @@
 /* Truncation: a receive buffer shorter than the incoming message, under
  * MPI_ERRORS_RETURN, makes the receive return an error of class MPI_ERR_TRUNCATE, both for
  * an eager-sized and for a large (rendezvous) message, through MPI_Recv, MPI_Irecv +
- * MPI_Wait and MPI_Irecv + MPI_Waitall (MPI_ERR_IN_STATUS, MPI_ERROR of the status). The
- * library keeps working afterwards: following exchanges deliver correct data. */
+ * MPI_Wait and MPI_Irecv + MPI_Waitall, MPI_Testsome and MPI_Waitsome (MPI_ERR_IN_STATUS,
+ * outcount, MPI_ERROR of the statuses). The library keeps working afterwards: following
+ * exchanges deliver correct data. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +117,43 @@ int main(int argc, char **argv) {
         CHECK(rc != MPI_SUCCESS && error_class(rc) == MPI_ERR_TRUNCATE, "1 int into 0: rc %d", rc);
         CHECK(y == -7, "a zero-count receive wrote its buffer");
         MPI_Wait(&sr, MPI_STATUS_IGNORE);
+    }
+
+    /* MPI_Testsome / MPI_Waitsome: with a truncated receive among the completed ones,
+     * MPI_ERR_IN_STATUS, and outcount, indices and statuses describe every completed
+     * request, failed or not. */
+    for (int w = 0; w < 2; w++) {
+        const char *fn = w ? "Waitsome" : "Testsome";
+        int x[4] = {rank, rank, rank, rank}, a[4], b[2];
+        MPI_Request rq[2], sr[2];
+        MPI_Irecv(a, 4, MPI_INT, left, 50, MPI_COMM_WORLD, &rq[0]);
+        MPI_Irecv(b, 2, MPI_INT, left, 51, MPI_COMM_WORLD, &rq[1]);
+        MPI_Isend(x, 4, MPI_INT, right, 50, MPI_COMM_WORLD, &sr[0]);
+        MPI_Isend(x, 4, MPI_INT, right, 51, MPI_COMM_WORLD, &sr[1]);
+        int done = 0, truncated = 0;
+        for (long guard = 0; done < 2 && guard < 100000000; guard++) {
+            int out = -7, idx[2] = {-1, -1};
+            MPI_Status st[2];
+            int rc = w ? MPI_Waitsome(2, rq, &out, idx, st) : MPI_Testsome(2, rq, &out, idx, st);
+            CHECK(out >= 0 && out <= 2, "%s: outcount %d (rc %d)", fn, out, rc);
+            if (out < 0 || out > 2) break;
+            int has_trunc = 0;
+            for (int i = 0; i < out; i++) has_trunc |= idx[i] == 1;
+            CHECK((rc == MPI_SUCCESS) == !has_trunc, "%s: rc %d with the truncated receive %s", fn, rc,
+                  has_trunc ? "completed" : "pending");
+            if (rc != MPI_SUCCESS) {
+                CHECK(error_class(rc) == MPI_ERR_IN_STATUS, "%s: class %d", fn, error_class(rc));
+                for (int i = 0; i < out; i++)
+                    CHECK(idx[i] == 1 ? error_class(st[i].MPI_ERROR) == MPI_ERR_TRUNCATE
+                                      : st[i].MPI_ERROR == MPI_SUCCESS,
+                          "%s: status of request %d: MPI_ERROR %d", fn, idx[i], st[i].MPI_ERROR);
+            }
+            truncated += has_trunc;
+            done += out;
+        }
+        CHECK(done == 2 && truncated == 1, "%s: %d completed, %d truncated", fn, done, truncated);
+        CHECK(a[0] == left && a[3] == left, "%s: the good receive got %d %d", fn, a[0], a[3]);
+        MPI_Waitall(2, sr, MPI_STATUSES_IGNORE);
     }
 
     good_exchange(rank, size, 100000, 99);

@@ -213,6 +213,28 @@ pub fn code_class(code: i32) -> Option<i32> {
     None
 }
 
+/// The error a program's callback (attribute copy or delete, generalized request) ended
+/// with by returning `rc` (not MPI_SUCCESS): a predefined class, with `msg`; a class or
+/// code the program added (MPI_Add_error_class/code), passed on as it is, so that
+/// MPI_Error_class and MPI_Error_string give the program's own class and string; a code
+/// of this library (from an MPI call inside the callback), its class; anything else
+/// MPI_ERR_UNKNOWN.
+pub fn from_callback(rc: i32, msg: String) -> MpiError {
+    let class = match code_class(rc) {
+        Some(_) if rc >= DYN_BASE || (1..=LAST_CLASS).contains(&rc) => rc,
+        Some(c) if c > 0 && recorded(rc) => c,
+        _ => MPI_ERR_UNKNOWN,
+    };
+    MpiError::new(class, msg)
+}
+
+/// Whether `code` is one this library handed out whose message is still in the ring.
+fn recorded(code: i32) -> bool {
+    let k = code >> 7;
+    let r = MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
+    k > 0 && !r.msgs.is_empty() && r.msgs[k as usize % RING].0 == k
+}
+
 /// The text of an error code: the recorded message if it is still in the ring, else the
 /// class text.
 pub fn code_string(code: i32) -> Option<String> {

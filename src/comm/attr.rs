@@ -246,8 +246,8 @@ fn call_delete(obj: i32, key: i32, val: usize) -> MpiResult<()> {
             }
         };
         if rc != MPI_SUCCESS {
-            return Err(err(
-                rc.clamp(1, crate::error::LAST_CLASS),
+            return Err(crate::error::from_callback(
+                rc,
                 format!("the attribute delete callback of keyval {key:#x} returned {rc}"),
             ));
         }
@@ -331,8 +331,8 @@ pub fn copy_all<'a, 'b>(old: impl Into<Owner<'a>>, new: impl Into<Owner<'b>>) ->
         let Some(f) = k.copy else { continue };
         let (rc, flag, out) = run_copy(&k, f, old.handle, key, val);
         if rc != MPI_SUCCESS {
-            return Err(err(
-                rc.clamp(1, crate::error::LAST_CLASS),
+            return Err(crate::error::from_callback(
+                rc,
                 format!("the attribute copy callback of keyval {key:#x} returned {rc}"),
             ));
         }

@@ -126,7 +126,7 @@ pub fn peek(id: usize, st: &mut Status) -> MpiResult<()> {
     if let Some(g) = lookup(id) {
         let rc = run_query(&g, st);
         if rc != MPI_SUCCESS {
-            return Err(err(
+            return Err(crate::error::from_callback(
                 rc,
                 format!(
                     "the query callback of generalized request {:#x} returned {rc}",
@@ -179,7 +179,7 @@ fn callback_result(rc: c_int, which: &str, id: usize) -> MpiResult<()> {
     if rc == MPI_SUCCESS {
         Ok(())
     } else {
-        Err(err(
+        Err(crate::error::from_callback(
             rc,
             format!(
                 "the {which} callback of generalized request {:#x} returned {rc}",

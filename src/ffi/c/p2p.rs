@@ -537,12 +537,13 @@ mpi_entry!(MPI_Testany, PMPI_Testany, (count: c_int, array_of_requests: *mut i32
     }
 });
 
-/// Completes every complete request of `reqs`; returns how many (None: all null).
+/// Completes every complete request of `reqs`; returns how many (None: all null) and
+/// whether one of them failed (its status's MPI_ERROR says how).
 fn some_complete(
     reqs: &mut [i32],
     indices: *mut c_int,
     statuses: *mut CStatus,
-) -> MpiResult<Option<usize>> {
+) -> MpiResult<Option<(usize, bool)>> {
     let ids = ids(reqs)?;
     if ids.iter().all(|i| i.is_none()) {
         return Ok(None);
@@ -563,13 +564,25 @@ fn some_complete(
             }
         }
     }
-    if any_err {
+    Ok(Some((k, any_err)))
+}
+
+/// MPI_Waitsome's and MPI_Testsome's outcount for what `some_complete` returned; with a
+/// failed request, MPI_ERR_IN_STATUS after outcount (the indices and statuses name the
+/// completed requests, failed or not, as the standard says).
+fn some_outcount(outcount: *mut c_int, r: Option<(usize, bool)>) -> MpiResult<()> {
+    check::out(
+        outcount,
+        r.map_or(MPI_UNDEFINED, |(k, _)| k as c_int),
+        "outcount",
+    )?;
+    if matches!(r, Some((_, true))) {
         return Err(err(
             MPI_ERR_IN_STATUS,
             "one or more requests failed; see the MPI_ERROR fields of the statuses",
         ));
     }
-    Ok(Some(k))
+    Ok(())
 }
 
 mpi_entry!(MPI_Waitsome, PMPI_Waitsome, (incount: c_int, array_of_requests: *mut i32, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut CStatus), errcomm = MPI_COMM_WORLD, {
@@ -582,7 +595,7 @@ mpi_entry!(MPI_Waitsome, PMPI_Waitsome, (incount: c_int, array_of_requests: *mut
     let mut got = None;
     let mut failure = None;
     p2p::wait_until(|| match some_complete(reqs, array_of_indices, array_of_statuses) {
-        Ok(Some(0)) => false,
+        Ok(Some((0, _))) => false,
         Ok(r) => {
             got = Some(r);
             true
@@ -595,7 +608,7 @@ mpi_entry!(MPI_Waitsome, PMPI_Waitsome, (incount: c_int, array_of_requests: *mut
     if let Some(e) = failure {
         return Err(e);
     }
-    check::out(outcount, got.flatten().map_or(MPI_UNDEFINED, |k| k as c_int), "outcount")
+    some_outcount(outcount, got.flatten())
 });
 
 mpi_entry!(MPI_Testsome, PMPI_Testsome, (incount: c_int, array_of_requests: *mut i32, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut CStatus), errcomm = MPI_COMM_WORLD, {
@@ -606,7 +619,7 @@ mpi_entry!(MPI_Testsome, PMPI_Testsome, (incount: c_int, array_of_requests: *mut
         return Err(err(MPI_ERR_ARG, "array_of_indices is NULL"));
     }
     let r = some_complete(reqs, array_of_indices, array_of_statuses)?;
-    check::out(outcount, r.map_or(MPI_UNDEFINED, |k| k as c_int), "outcount")
+    some_outcount(outcount, r)
 });
 
 mpi_entry!(MPI_Request_free, PMPI_Request_free, (request: *mut i32), errcomm = MPI_COMM_WORLD, {
