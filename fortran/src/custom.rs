@@ -57,6 +57,7 @@ mod c {
         ) -> c_int;
         pub fn PMPI_Request_free(request: *mut c_int) -> c_int;
         pub fn shmpi_grequest_set_fortran(request: c_int) -> c_int;
+        pub fn shmpi_attr_fortran(on: c_int);
         pub fn PMPI_Comm_set_attr(comm: c_int, key: c_int, val: *mut c_void) -> c_int;
         pub fn PMPI_Attr_put(comm: c_int, key: c_int, val: *mut c_void) -> c_int;
         pub fn PMPI_Type_get_name(
@@ -422,13 +423,25 @@ unsafe fn set_attr(
     ierror: *mut Fint,
 ) {
     let rc = rt::guard(|| {
-        // SAFETY: the arguments are the caller's INTEGERs; the value is stored by value.
+        // SAFETY: the arguments are the caller's INTEGERs; the value is stored as a
+        // Fortran integer (C reads its address).
         unsafe {
             let (key, _) = rt::keyval_to_c(*keyval);
-            set(*obj, key, *value as usize as *mut c_void)
+            as_fortran(|| set(*obj, key, *value as usize as *mut c_void))
         }
     });
     rt::set_ierror(ierror, rc);
+}
+
+/// Runs C attribute calls as made from Fortran (the library's `shmpi_attr_fortran`):
+/// values set are Fortran integers, values read come in Fortran's form.
+fn as_fortran<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: a flag of the calling thread, set and cleared around `f`.
+    unsafe { c::shmpi_attr_fortran(1) };
+    let r = f();
+    // SAFETY: as above.
+    unsafe { c::shmpi_attr_fortran(0) };
+    r
 }
 
 pub unsafe fn comm_set_attr(
@@ -458,18 +471,19 @@ pub unsafe fn attr_put(
     ierror: *mut Fint,
 ) {
     let rc = rt::guard(|| {
-        // SAFETY: the arguments are the caller's INTEGERs; the value is stored by value
-        // (sign-extended, so ATTR_GET gives it back).
+        // SAFETY: the arguments are the caller's INTEGERs; the value is stored as a
+        // Fortran integer (sign-extended, so ATTR_GET gives it back).
         unsafe {
             let (key, _) = rt::keyval_to_c(*keyval);
-            c::PMPI_Attr_put(*comm, key, Aint::from(*value) as usize as *mut c_void)
+            as_fortran(|| c::PMPI_Attr_put(*comm, key, Aint::from(*value) as usize as *mut c_void))
         }
     });
     rt::set_ierror(ierror, rc);
 }
 
 /// Reads an attribute through C and returns its Fortran value: predefined attributes
-/// are the integers C points at, others the stored value itself.
+/// are the integers C points at, others the value in Fortran's form (an integer set from
+/// Fortran, or C's pointer as an integer).
 unsafe fn attr_value(
     comm: *const Fint,
     keyval: *const Fint,
@@ -485,7 +499,7 @@ unsafe fn attr_value(
             let (key, predefined) = rt::keyval_to_c(*keyval);
             let mut v: *mut c_void = std::ptr::null_mut();
             let mut f: c_int = 0;
-            let rc = get(*comm, key, (&raw mut v).cast(), &mut f);
+            let rc = as_fortran(|| get(*comm, key, (&raw mut v).cast(), &mut f));
             if rc == crate::abi::MPI_SUCCESS {
                 if !flag.is_null() {
                     *flag = Fint::from(f != 0);

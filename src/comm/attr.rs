@@ -8,7 +8,66 @@ use std::os::raw::{c_int, c_void};
 use std::sync::{Mutex, RwLock};
 
 /// The attributes of one object: (key, value) in the order they were set.
-pub type Attrs = Mutex<Vec<(i32, usize)>>;
+pub type Attrs = Mutex<Vec<(i32, Value)>>;
+
+/// An attribute value, as the language that set it gave it (MPI-3.1 17.2.7).
+#[derive(Debug)]
+pub enum Value {
+    /// Set from C: the `void *` itself.
+    C(usize),
+    /// Set from Fortran: an INTEGER(KIND=MPI_ADDRESS_KIND) (or MPI_ATTR_PUT's INTEGER,
+    /// sign-extended), kept where C can point at it: C reads such an attribute as the
+    /// address of the integer, as MPICH does.
+    Fortran(Box<i64>),
+}
+
+impl Value {
+    /// What C sees: the value, or the address of a Fortran integer.
+    fn c(&self) -> usize {
+        match self {
+            Value::C(v) => *v,
+            Value::Fortran(b) => &**b as *const i64 as usize,
+        }
+    }
+    /// What Fortran sees: the integer, or C's value as an address-sized integer.
+    fn fortran(&self) -> i64 {
+        match self {
+            Value::C(v) => *v as i64,
+            Value::Fortran(b) => **b,
+        }
+    }
+    fn view(&self) -> View {
+        View {
+            c: self.c(),
+            fortran: self.fortran(),
+        }
+    }
+}
+
+/// A value in both languages' forms, for the callbacks (taken while the value stays
+/// in place, so C's address of a Fortran integer stays valid).
+#[derive(Clone, Copy)]
+struct View {
+    c: usize,
+    fortran: i64,
+}
+
+thread_local! {
+    /// Set by the Fortran binding around the C calls it makes for MPI_COMM_SET_ATTR,
+    /// MPI_TYPE_SET_ATTR, MPI_ATTR_PUT and their GET forms ([`fortran_calls`]).
+    static FORTRAN_CALL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the following attribute calls of this thread as made from Fortran (`on`) or
+/// from C again: a value set from Fortran is a Fortran integer, and Fortran reads every
+/// value in its form (see [`Value`]).
+pub fn fortran_calls(on: bool) {
+    FORTRAN_CALL.with(|f| f.set(on));
+}
+
+fn from_fortran() -> bool {
+    FORTRAN_CALL.with(|f| f.get())
+}
 
 /// The kind of object a key was created for: a key of one kind is an error on another.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -99,7 +158,8 @@ pub fn set_lang(h: i32, lang: Lang) -> MpiResult<()> {
 }
 
 /// Calls a copy callback in its language; returns (error code, flag, new value).
-fn run_copy(k: &Keyval, f: CopyFn, obj: i32, key: i32, val: usize) -> (c_int, bool, usize) {
+fn run_copy(k: &Keyval, f: CopyFn, obj: i32, key: i32, v: View) -> (c_int, bool, Value) {
+    let val = v.c;
     match k.lang {
         Lang::C => {
             let mut out: *mut c_void = std::ptr::null_mut();
@@ -116,14 +176,14 @@ fn run_copy(k: &Keyval, f: CopyFn, obj: i32, key: i32, val: usize) -> (c_int, bo
                     &mut flag,
                 )
             };
-            (rc, flag != 0, out as usize)
+            (rc, flag != 0, Value::C(out as usize))
         }
         Lang::Fortran | Lang::Fortran77 => {
             // SAFETY: the function was registered from Fortran with this signature.
             let g: FCopy = unsafe { std::mem::transmute::<CopyFn, FCopy>(f) };
             let (mut c, mut kk, mut flag, mut ierr) = (obj, key, 0, 0);
             let mut extra = k.extra as i64;
-            let mut vin = val as i64;
+            let mut vin = v.fortran;
             let mut vout: i64 = 0;
             if k.lang == Lang::Fortran77 {
                 let (mut e4, mut i4, mut o4) = (extra as i32, vin as i32, 0i32);
@@ -155,7 +215,7 @@ fn run_copy(k: &Keyval, f: CopyFn, obj: i32, key: i32, val: usize) -> (c_int, bo
                     )
                 };
             }
-            (ierr, flag != 0, vout as usize)
+            (ierr, flag != 0, Value::Fortran(Box::new(vout)))
         }
     }
 }
@@ -217,18 +277,18 @@ pub fn free_keyval(h: i32, kind: Kind) -> MpiResult<()> {
     Ok(())
 }
 
-fn call_delete(obj: i32, key: i32, val: usize) -> MpiResult<()> {
+fn call_delete(obj: i32, key: i32, v: View) -> MpiResult<()> {
     let k = keyval(key, true, None)?;
     if let Some(f) = k.delete {
         let rc = match k.lang {
             // SAFETY: a user delete callback called as the standard prescribes.
-            Lang::C => unsafe { f(obj, key, val as *mut c_void, k.extra as *mut c_void) },
+            Lang::C => unsafe { f(obj, key, v.c as *mut c_void, k.extra as *mut c_void) },
             Lang::Fortran | Lang::Fortran77 => {
                 // SAFETY: the function was registered from Fortran with this signature.
                 let g: FDelete = unsafe { std::mem::transmute::<DeleteFn, FDelete>(f) };
                 let (mut cc, mut kk, mut ierr) = (obj, key, 0);
-                let (mut v8, mut e8) = (val as i64, k.extra as i64);
-                let (mut v4, mut e4) = (val as i32, k.extra as i32);
+                let (mut v8, mut e8) = (v.fortran, k.extra as i64);
+                let (mut v4, mut e4) = (v.fortran as i32, k.extra as i32);
                 let (vp, ep): (*mut c_void, *mut c_void) = if k.lang == Lang::Fortran77 {
                     (
                         &mut v4 as *mut i32 as *mut c_void,
@@ -255,33 +315,38 @@ fn call_delete(obj: i32, key: i32, val: usize) -> MpiResult<()> {
     Ok(())
 }
 
-/// Sets (or replaces, running the delete callback of the old value) an attribute.
+/// The value's view of the attribute `key` of `o`, if it has one.
+fn find(o: &Owner<'_>, key: i32) -> Option<View> {
+    let a = o.attrs.lock().unwrap();
+    a.iter().find(|(k, _)| *k == key).map(|(_, v)| v.view())
+}
+
+/// Sets (or replaces, running the delete callback of the old value) an attribute; from
+/// Fortran ([`fortran_calls`]) `val` is the Fortran integer.
 pub fn set<'a>(o: impl Into<Owner<'a>>, key: i32, val: usize) -> MpiResult<()> {
     let o = o.into();
     keyval(key, false, Some(o.kind))?;
-    let old = {
-        let a = o.attrs.lock().unwrap();
-        a.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
-    };
-    if let Some(v) = old {
+    if let Some(v) = find(&o, key) {
         call_delete(o.handle, key, v)?;
     }
+    let val = if from_fortran() {
+        Value::Fortran(Box::new(val as i64))
+    } else {
+        Value::C(val)
+    };
     let mut a = o.attrs.lock().unwrap();
     a.retain(|(k, _)| *k != key);
     a.push((key, val));
     Ok(())
 }
 
-/// The value of an attribute, None if the object has none for this key.
+/// The value of an attribute as the calling language sees it (C, or Fortran with
+/// [`fortran_calls`]), None if the object has none for this key.
 pub fn get<'a>(o: impl Into<Owner<'a>>, key: i32) -> MpiResult<Option<usize>> {
     let o = o.into();
     keyval(key, true, Some(o.kind))?;
-    Ok(o.attrs
-        .lock()
-        .unwrap()
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map(|(_, v)| *v))
+    let fortran = from_fortran();
+    Ok(find(&o, key).map(|v| if fortran { v.fortran as usize } else { v.c }))
 }
 
 /// Deletes an attribute through its delete callback; an object without one for this
@@ -289,14 +354,7 @@ pub fn get<'a>(o: impl Into<Owner<'a>>, key: i32) -> MpiResult<Option<usize>> {
 pub fn delete<'a>(o: impl Into<Owner<'a>>, key: i32) -> MpiResult<()> {
     let o = o.into();
     keyval(key, true, Some(o.kind))?;
-    let v = o
-        .attrs
-        .lock()
-        .unwrap()
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map(|(_, v)| *v);
-    match v {
+    match find(&o, key) {
         Some(v) => {
             call_delete(o.handle, key, v)?;
             o.attrs.lock().unwrap().retain(|(k, _)| *k != key);
@@ -313,7 +371,13 @@ pub fn delete<'a>(o: impl Into<Owner<'a>>, key: i32) -> MpiResult<()> {
 /// MPI_Finalize on MPI_COMM_SELF), in the reverse order of setting.
 pub fn delete_all<'a>(o: impl Into<Owner<'a>>) -> MpiResult<()> {
     let o = o.into();
-    let all: Vec<(i32, usize)> = o.attrs.lock().unwrap().clone();
+    let all: Vec<(i32, View)> = o
+        .attrs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (*k, v.view()))
+        .collect();
     for (k, v) in all.into_iter().rev() {
         call_delete(o.handle, k, v)?;
     }
@@ -325,7 +389,13 @@ pub fn delete_all<'a>(o: impl Into<Owner<'a>>) -> MpiResult<()> {
 /// MPI_Type_dup).
 pub fn copy_all<'a, 'b>(old: impl Into<Owner<'a>>, new: impl Into<Owner<'b>>) -> MpiResult<()> {
     let (old, new) = (old.into(), new.into());
-    let all: Vec<(i32, usize)> = old.attrs.lock().unwrap().clone();
+    let all: Vec<(i32, View)> = old
+        .attrs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (*k, v.view()))
+        .collect();
     for (key, val) in all {
         let k = keyval(key, true, None)?;
         let Some(f) = k.copy else { continue };

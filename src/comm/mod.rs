@@ -38,7 +38,7 @@ pub struct Comm {
     /// Which of the channel's double buffers the next collective step uses.
     pub step: AtomicU64,
     /// Attributes: (keyval, value).
-    pub attrs: Mutex<Vec<(i32, usize)>>,
+    pub attrs: attr::Attrs,
     /// Collective tickets: the next to issue, and the one whose turn it is.
     pub coll_ticket: AtomicU64,
     pub coll_serving: AtomicU64,

@@ -368,6 +368,15 @@ fn free_keyval(keyval: *mut c_int) -> crate::error::MpiResult<()> {
 mpi_entry!(MPI_Comm_free_keyval, PMPI_Comm_free_keyval, (keyval: *mut c_int), errcomm = MPI_COMM_WORLD, { free_keyval(keyval) });
 mpi_entry!(MPI_Keyval_free, PMPI_Keyval_free, (keyval: *mut c_int), errcomm = MPI_COMM_WORLD, { free_keyval(keyval) });
 
+/// Called by the Fortran binding around the C attribute calls it makes for
+/// MPI_COMM_SET_ATTR / MPI_TYPE_SET_ATTR / MPI_ATTR_PUT and their GET forms (`on` 1
+/// before, 0 after): values set then are Fortran integers, values read are given in
+/// Fortran's form (comm/attr.rs `Value`). Not part of the MPI API.
+#[no_mangle]
+pub extern "C" fn shmpi_attr_fortran(on: c_int) {
+    attr::fortran_calls(on != 0);
+}
+
 fn set_attr(comm: i32, key: c_int, val: *mut c_void) -> crate::error::MpiResult<()> {
     let c = check::comm(comm)?;
     attr::set(&c, key, val as usize)
