@@ -240,6 +240,58 @@ int main(int argc, char **argv) {
               error_class(rc));
     }
 
+    /* ---- aliased send and receive buffers in the data-movement collectives: an
+     * MPI_ERR_BUFFER where the call both sends and receives, raised before the call
+     * takes part, so the rank that erred makes the collective up with correct
+     * buffers, and every rank checks the result. */
+    {
+        int *a = malloc(sizeof(int) * 4 * (size + 1)), *b = malloc(sizeof(int) * 4 * (size + 1));
+        CHECK(a && b, "malloc");
+        for (int root = 0; root < size; root += size > 2 ? size - 1 : 1) {
+            /* MPI_Gather: the root's sendbuf is its recvbuf */
+            for (int i = 0; i < size; i++) a[i] = -1;
+            a[0] = rank + 100;
+            int rc = MPI_Gather(a, 1, MPI_INT, a, 1, MPI_INT, root, MPI_COMM_WORLD);
+            if (rank == root) {
+                expect(rc, MPI_ERR_BUFFER, "MPI_Gather", "aliased MPI_Gather at the root");
+                b[0] = rank + 100;
+                rc = MPI_Gather(b, 1, MPI_INT, a, 1, MPI_INT, root, MPI_COMM_WORLD);
+                CHECK(rc == MPI_SUCCESS, "make-up MPI_Gather: %d", rc);
+                for (int i = 0; i < size; i++) CHECK(a[i] == i + 100, "MPI_Gather after the error: [%d] = %d", i, a[i]);
+            } else {
+                CHECK(rc == MPI_SUCCESS, "MPI_Gather off the root: %d", rc);
+            }
+            /* MPI_Scatter: the root's recvbuf is its sendbuf */
+            for (int i = 0; i < size; i++) a[i] = 200 + i;
+            rc = MPI_Scatter(a, 1, MPI_INT, a, 1, MPI_INT, root, MPI_COMM_WORLD);
+            if (rank == root) {
+                expect(rc, MPI_ERR_BUFFER, "MPI_Scatter", "aliased MPI_Scatter at the root");
+                rc = MPI_Scatter(a, 1, MPI_INT, b, 1, MPI_INT, root, MPI_COMM_WORLD);
+                CHECK(rc == MPI_SUCCESS && b[0] == 200 + rank, "make-up MPI_Scatter: %d, got %d", rc, b[0]);
+            } else {
+                CHECK(rc == MPI_SUCCESS && a[0] == 200 + rank, "MPI_Scatter off the root: %d, got %d", rc, a[0]);
+            }
+        }
+        /* MPI_Allgather and MPI_Alltoall(v): every rank errs, nobody takes part */
+        int rc = MPI_Allgather(a, 1, MPI_INT, a, 1, MPI_INT, MPI_COMM_WORLD);
+        expect(rc, MPI_ERR_BUFFER, "MPI_Allgather", "aliased MPI_Allgather");
+        /* (recvbuf one element on: the block sent to rank 1 is the one received from 0) */
+        rc = MPI_Alltoall(a, 1, MPI_INT, a + 1, 1, MPI_INT, MPI_COMM_WORLD);
+        if (size > 1) expect(rc, MPI_ERR_BUFFER, "MPI_Alltoall", "overlapping MPI_Alltoall");
+        int *cnt = malloc(sizeof(int) * 2 * size), *dsp = cnt + size;
+        for (int i = 0; i < size; i++) cnt[i] = 1, dsp[i] = i;
+        rc = MPI_Alltoallv(a, cnt, dsp, MPI_INT, a, cnt, dsp, MPI_INT, MPI_COMM_WORLD);
+        expect(rc, MPI_ERR_BUFFER, "MPI_Alltoallv", "aliased MPI_Alltoallv");
+        /* Disjoint parts of one array are not aliased. */
+        for (int i = 0; i < size; i++) a[i] = rank * 10 + i;
+        rc = MPI_Alltoall(a, 1, MPI_INT, a + size, 1, MPI_INT, MPI_COMM_WORLD);
+        CHECK(rc == MPI_SUCCESS, "MPI_Alltoall on disjoint halves: %d", rc);
+        for (int i = 0; i < size; i++) CHECK(a[size + i] == i * 10 + rank, "MPI_Alltoall [%d] = %d", i, a[size + i]);
+        free(cnt);
+        free(a);
+        free(b);
+    }
+
     /* ---- everything still works: a real exchange and a correct Allreduce */
     {
         for (int i = 0; i < 8; i++) buf[i] = rank * 10 + i;

@@ -24,6 +24,73 @@ use std::sync::Arc;
 /// One side of a v/w collective: per peer, (count, byte displacement, datatype).
 struct Side(Vec<(usize, isize, TypeInfo)>);
 
+/// The bytes `[lo, hi)` from the first to the last byte that `count` elements of `t`
+/// at `buf + disp` touch; None when they touch none.
+fn region(buf: *const c_void, disp: isize, count: usize, t: &TypeInfo) -> Option<(isize, isize)> {
+    if count == 0 || t.size == 0 || buf.is_null() || is_in_place(buf) {
+        return None;
+    }
+    let d = crate::datatype::derived::get(t.handle, "datatype").ok()?;
+    let lo = (buf as isize).checked_add(disp)?.checked_add(d.true_lb())?;
+    let last = (count as isize - 1).checked_mul(d.extent())?;
+    let hi = lo.checked_add(last)?.checked_add(d.true_extent())?;
+    (hi > lo).then_some((lo, hi))
+}
+
+/// MPI's aliasing rule for a call that both sends and receives here: the memory it
+/// sends from must not be the memory it receives into (MPI_IN_PLACE is how a program
+/// shares one buffer). Reported, before the call takes part in the collective, when a
+/// block sent and a block received start at the same byte, or overlap and both types
+/// are contiguous (blocks of types with holes may interleave legally).
+fn no_alias(
+    sendbuf: *const c_void,
+    send: &Side,
+    recvbuf: *const c_void,
+    recv: &Side,
+) -> MpiResult<()> {
+    let blocks = |buf, side: &Side| -> Vec<(isize, isize, bool)> {
+        side.0
+            .iter()
+            .filter_map(|(n, d, t)| region(buf, *d, *n, t).map(|(lo, hi)| (lo, hi, t.contiguous)))
+            .collect()
+    };
+    let (s, r) = (blocks(sendbuf, send), blocks(recvbuf, recv));
+    // (the common case first: the two hulls are apart)
+    let hull = |v: &[(isize, isize, bool)]| {
+        v.iter()
+            .fold((isize::MAX, isize::MIN), |(a, b), &(lo, hi, _)| {
+                (a.min(lo), b.max(hi))
+            })
+    };
+    let ((s0, s1), (r0, r1)) = (hull(&s), hull(&r));
+    if s.is_empty() || r.is_empty() || s1 <= r0 || r1 <= s0 {
+        return Ok(());
+    }
+    for &(a0, a1, ac) in &s {
+        for &(b0, b1, bc) in &r {
+            if a0 == b0 || (ac && bc && a0 < b1 && b0 < a1) {
+                return Err(err(
+                    MPI_ERR_BUFFER,
+                    format!(
+                        "sendbuf and recvbuf alias: bytes {a0:#x}..{a1:#x} are sent and {b0:#x}..{b1:#x} received (MPI forbids aliased buffers; pass MPI_IN_PLACE to share one)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The one block a process sends (or receives) in a gather (or scatter).
+fn one_block(count: c_int, dt: i32, what: &str) -> MpiResult<Side> {
+    let t = check::datatype(dt, &format!("{what}type"))?;
+    Ok(Side(vec![(
+        check::count(count, &format!("{what}count"))?,
+        0,
+        t,
+    )]))
+}
+
 fn uniform(count: c_int, dt: i32, m: usize, what: &str) -> MpiResult<Side> {
     let t = check::datatype(dt, &format!("{what}type"))?;
     let n = check::count(count, &format!("{what}count"))?;
@@ -427,6 +494,14 @@ fn gather_like(
     } else {
         vec![Piece::none(); n]
     };
+    if receives && !in_place {
+        no_alias(
+            sendbuf,
+            &one_block(sendcount, sendtype, "send")?,
+            recvbuf,
+            &side,
+        )?;
+    }
     Ok(by_sender_body(c, send, rv, vary, st))
 }
 
@@ -714,6 +789,14 @@ fn scatter_like(
             "recvbuf",
         )?)
     };
+    if let (Some(side), false) = (&send, in_place || me != root) {
+        no_alias(
+            sendbuf,
+            side,
+            recvbuf,
+            &one_block(recvcount, recvtype, "recv")?,
+        )?;
+    }
     let cc = c.clone();
     Ok((
         c.clone(),
@@ -868,6 +951,9 @@ fn alltoall_like(
         }
     };
     let rv = stage_side(&mut st, recvbuf, &recv, true, n, &*chan, skip, "recvbuf")?;
+    if let (Some(side), false) = (&send, in_place) {
+        no_alias(sendbuf, side, recvbuf, &recv)?;
+    }
     let cc = c.clone();
     Ok((
         c.clone(),
