@@ -69,6 +69,16 @@ fn from_fortran() -> bool {
     FORTRAN_CALL.with(|f| f.get())
 }
 
+/// Runs a program's callback as from C: MPI calls it makes (a C MPI_Comm_get_attr in a
+/// delete callback run by MPI_COMM_SET_ATTR, say) are its own, not the Fortran caller's.
+fn as_c<T>(f: impl FnOnce() -> T) -> T {
+    let saved = from_fortran();
+    fortran_calls(false);
+    let r = f();
+    fortran_calls(saved);
+    r
+}
+
 /// The kind of object a key was created for: a key of one kind is an error on another.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
@@ -159,6 +169,10 @@ pub fn set_lang(h: i32, lang: Lang) -> MpiResult<()> {
 
 /// Calls a copy callback in its language; returns (error code, flag, new value).
 fn run_copy(k: &Keyval, f: CopyFn, obj: i32, key: i32, v: View) -> (c_int, bool, Value) {
+    as_c(|| run_copy_as_c(k, f, obj, key, v))
+}
+
+fn run_copy_as_c(k: &Keyval, f: CopyFn, obj: i32, key: i32, v: View) -> (c_int, bool, Value) {
     let val = v.c;
     match k.lang {
         Lang::C => {
@@ -280,7 +294,7 @@ pub fn free_keyval(h: i32, kind: Kind) -> MpiResult<()> {
 fn call_delete(obj: i32, key: i32, v: View) -> MpiResult<()> {
     let k = keyval(key, true, None)?;
     if let Some(f) = k.delete {
-        let rc = match k.lang {
+        let rc = as_c(|| match k.lang {
             // SAFETY: a user delete callback called as the standard prescribes.
             Lang::C => unsafe { f(obj, key, v.c as *mut c_void, k.extra as *mut c_void) },
             Lang::Fortran | Lang::Fortran77 => {
@@ -304,7 +318,7 @@ fn call_delete(obj: i32, key: i32, v: View) -> MpiResult<()> {
                 unsafe { g(&mut cc, &mut kk, vp, ep, &mut ierr) };
                 ierr
             }
-        };
+        });
         if rc != MPI_SUCCESS {
             return Err(crate::error::from_callback(
                 rc,
@@ -326,10 +340,11 @@ fn find(o: &Owner<'_>, key: i32) -> Option<View> {
 pub fn set<'a>(o: impl Into<Owner<'a>>, key: i32, val: usize) -> MpiResult<()> {
     let o = o.into();
     keyval(key, false, Some(o.kind))?;
+    let fortran = from_fortran();
     if let Some(v) = find(&o, key) {
         call_delete(o.handle, key, v)?;
     }
-    let val = if from_fortran() {
+    let val = if fortran {
         Value::Fortran(Box::new(val as i64))
     } else {
         Value::C(val)
