@@ -4,6 +4,11 @@
 //! argument lines (one step), then the leader of each new communicator (its rank 0)
 //! allocates a channel in the arena and publishes its index (a second step). The channel
 //! index is the new communicator's context id, unique in the job while it lives.
+//!
+//! The contexts are a job-wide pool, so one leader may find none while another gets one:
+//! every member reads every leader's outcome from the second step, and if any failed,
+//! all members fail with the same error and the leaders that got a context give it back.
+//! The parent stays in step, and a program that frees communicators can go on.
 use super::{attr, get, register, Comm};
 use crate::abi::*;
 use crate::coll::Chan;
@@ -11,20 +16,48 @@ use crate::error::{err, MpiResult};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-const NO_CHANNEL: u64 = u64::MAX;
+/// What a member whose allocation failed publishes.
+pub(super) const NO_CHANNEL: u64 = u64::MAX;
+/// What a member that allocates nothing publishes in a constructor's allocation step.
+pub(super) const NOT_ALLOCATING: u64 = u64::MAX - 1;
 
-fn alloc_channel(members: usize) -> u64 {
+pub(super) fn alloc_channel(members: usize) -> u64 {
     crate::runtime::job()
         .ok()
         .and_then(|j| j.arena.alloc_channel(members))
         .map_or(NO_CHANNEL, |c| c as u64)
 }
 
-fn no_channel() -> crate::error::MpiError {
+/// The error of a constructor whose context allocation failed at `who` (for example
+/// "rank 3 of the parent communicator"): every member of the call returns it.
+pub(super) fn no_channel(who: &str) -> crate::error::MpiError {
     err(
         MPI_ERR_OTHER,
-        format!("no free communicator context: {} communicators are alive in this job; free some with MPI_Comm_free", crate::shm::NCHAN),
+        format!(
+            "no free communicator context: all {} contexts of this job are taken by live communicators \
+             (the allocation at {who} failed, so the call fails on every process); free some with MPI_Comm_free",
+            crate::shm::NCHAN
+        ),
     )
+}
+
+/// The agreement of a constructor on its context allocations, after the step in which
+/// every channel member published what it allocated (a context, `NO_CHANNEL` or
+/// `NOT_ALLOCATING`; `mine` is this member's value, also when no step was taken): if
+/// any allocation failed, this member gives back the context it took, if any, and the
+/// channel index of the first member whose allocation failed is returned. Every member
+/// sees the same values, so the call fails everywhere or nowhere.
+pub(super) fn failed_alloc(ch: &Chan, mine: u64) -> Option<usize> {
+    let failed = (0..ch.n).find(|&i| {
+        let v = if i == ch.me { mine } else { ch.peer_args(i, 0) };
+        v == NO_CHANNEL
+    })?;
+    if mine != NO_CHANNEL && mine != NOT_ALLOCATING {
+        if let Ok(j) = crate::runtime::job() {
+            j.arena.give_back_channel(mine as usize);
+        }
+    }
+    Some(failed)
 }
 
 /// Builds and registers the communicator of `world_ranks` (in rank order) on channel
@@ -99,11 +132,15 @@ async fn split_in_turn(
     let mine = (color != MPI_UNDEFINED).then(|| members(color));
     let chan = match &mine {
         Some(m) if m[0] == ch.me => alloc_channel(m.len()),
-        _ => NO_CHANNEL,
+        _ => NOT_ALLOCATING,
     };
     ch.put_args(&[chan]);
     if n > 1 {
         ch.step().await?;
+    }
+    // Every member, with a colour or not, fails if any leader found no context.
+    if let Some(r) = failed_alloc(&ch, chan) {
+        return Err(no_channel(&format!("rank {r} of the parent communicator")));
     }
     let Some(m) = mine else { return Ok(None) };
     let ctx = if m[0] == ch.me {
@@ -111,9 +148,6 @@ async fn split_in_turn(
     } else {
         ch.peer_args(m[0], 0)
     };
-    if ctx == NO_CHANNEL {
-        return Err(no_channel());
-    }
     Ok(Some(make(
         parent,
         ctx as usize,
@@ -228,7 +262,11 @@ pub fn create_group(
         u64::from_le_bytes(b)
     };
     if ctx == NO_CHANNEL {
-        return Err(no_channel());
+        // The leader's allocation is the only one, and every member learns its outcome.
+        return Err(no_channel(&format!(
+            "rank 0 of the group (rank {} of the parent communicator)",
+            parent.from_world[group.ranks[0]]
+        )));
     }
     Ok(Some(make(parent, ctx as usize, group.ranks.clone())))
 }

@@ -4,6 +4,7 @@
 //! An intercommunicator's channel has both groups as members, group "A" (the one whose
 //! rank 0 has the smaller world rank) first, so the step engine of coll/ serves it
 //! unchanged: a collective names which channel members contribute and which receive.
+use super::create::{alloc_channel as alloc, failed_alloc, no_channel, NOT_ALLOCATING, NO_CHANNEL};
 use super::{get, register, Comm};
 use crate::abi::*;
 use crate::coll::Chan;
@@ -11,25 +12,6 @@ use crate::error::{err, MpiResult};
 use crate::p2p::{self, Mode, SendData, UserBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-const NO_CHANNEL: u64 = u64::MAX;
-
-fn no_channel() -> crate::error::MpiError {
-    err(
-        MPI_ERR_OTHER,
-        format!(
-            "no free communicator context: {} communicators are alive in this job",
-            crate::shm::NCHAN
-        ),
-    )
-}
-
-fn alloc(members: usize) -> u64 {
-    crate::runtime::job()
-        .ok()
-        .and_then(|j| j.arena.alloc_channel(members))
-        .map_or(NO_CHANNEL, |c| c as u64)
-}
 
 fn send_u64s(c: &Arc<Comm>, dest: i32, tag: i32, v: &[u64]) -> MpiResult<()> {
     let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
@@ -67,9 +49,6 @@ fn finish(
     rank: usize,
     remote: Vec<usize>,
 ) -> MpiResult<Arc<Comm>> {
-    if ctx == NO_CHANNEL {
-        return Err(no_channel());
-    }
     let j = crate::runtime::job()?;
     let c = Comm::new(0, ctx as usize, group, rank, Some(remote), j.size, "");
     c.errhandler
@@ -129,6 +108,12 @@ pub fn create(
     bcast_u64s(local, local_leader, &mut head)?;
     remote.resize(head[0] as usize, 0);
     bcast_u64s(local, local_leader, &mut remote)?;
+    // One allocation, whose outcome both groups received from their leaders.
+    if head[1] == NO_CHANNEL {
+        return Err(no_channel(
+            "the leader with the smaller MPI_COMM_WORLD rank of the two",
+        ));
+    }
     finish(
         local,
         head[1],
@@ -183,8 +168,9 @@ pub fn merge(inter: &Arc<Comm>, high: bool) -> MpiResult<Arc<Comm>> {
     }]);
     crate::coll::block_on(ch.step())?;
     let ctx = ch.peer_args(first_chan, 0);
+    // One allocation, whose outcome every member reads.
     if ctx == NO_CHANNEL {
-        return Err(no_channel());
+        return Err(no_channel("rank 0 of the merged communicator"));
     }
     let j = crate::runtime::job()?;
     let c = Comm::new(0, ctx as usize, group, rank, None, j.size, "");
@@ -232,12 +218,32 @@ async fn split_in_turn(
     // The allocator: the local leader of this colour if the local group is A, else the
     // remote leader; it publishes in a second step.
     let allocates = both && inter.local_is_a && local_m[0] == inter.rank;
-    ch.put_args(&[if allocates {
+    let mine = if allocates {
         alloc(local_m.len() + remote_m.len())
     } else {
-        NO_CHANNEL
-    }]);
+        NOT_ALLOCATING
+    };
+    ch.put_args(&[mine]);
     ch.step().await?;
+    // Every member of both groups fails if any colour's allocator found no context.
+    if let Some(i) = failed_alloc(&ch, mine) {
+        let a_len = if inter.local_is_a {
+            inter.group.len()
+        } else {
+            remote.len()
+        };
+        let (in_a, r) = if i < a_len {
+            (true, i)
+        } else {
+            (false, i - a_len)
+        };
+        let side = if in_a == inter.local_is_a {
+            "local"
+        } else {
+            "remote"
+        };
+        return Err(no_channel(&format!("rank {r} of the {side} group")));
+    }
     if !both {
         return Ok(None);
     }

@@ -567,6 +567,14 @@ impl Arena {
         ctl
     }
 
+    /// Gives back channel `c`, just allocated by [`Arena::alloc_channel`], when no
+    /// communicator came to use it (a collective constructor that failed on another
+    /// member): frees it whatever the member count it was allocated for.
+    pub fn give_back_channel(&self, c: usize) {
+        self.u64_at(self.lay.chan(c)).store(1, Ordering::Relaxed);
+        self.release_channel(c);
+    }
+
     /// Drops one member's reference to channel `c`; the last one frees it.
     pub fn release_channel(&self, c: usize) {
         let rc = self.u64_at(self.lay.chan(c));
