@@ -548,7 +548,6 @@ pub fn block_on<T, F: Future<Output = MpiResult<T>>>(fut: F) -> MpiResult<T> {
                     out = Some(v);
                     true
                 }
-
                 // The re-check before sleeping may take the collective further (it
                 // arrives at its next step): then the rank would sleep with the mark of
                 // a wait that is over, and the publication it now waits for, of another
