@@ -314,7 +314,16 @@ pub fn init(required: i32) -> MpiResult<i32> {
     Ok(provided)
 }
 
-/// MPI_Finalize: a barrier over MPI_COMM_WORLD, then the rank is marked finalised.
+/// MPI_Finalize: waits until every rank of MPI_COMM_WORLD has entered it too, then
+/// marks the rank finalised.
+///
+/// The wait is a rendezvous of its own (a count of the ranks that entered MPI_Finalize
+/// in the world channel's control line), not a step of MPI_COMM_WORLD's channel: a
+/// step there could be taken as a step of a collective another rank made that nobody
+/// else matched, which would end that rank's collective wrongly and leave its
+/// MPI_Finalize waiting forever. A rank in MPI_Finalize takes no collective step again,
+/// so a collective that waits for it ends with an error instead (coll/mod.rs
+/// `Chan::waits_for`): it is woken here for that.
 pub fn finalize() -> MpiResult<()> {
     let j = job()?;
     // First the equivalent of MPI_Comm_free on MPI_COMM_SELF: its attributes' delete
@@ -323,9 +332,24 @@ pub fn finalize() -> MpiResult<()> {
     let me = crate::comm::get(MPI_COMM_SELF)?;
     crate::comm::attr::delete_all(&me)?;
     let world = crate::comm::get(MPI_COMM_WORLD)?;
-    crate::coll::run(&world, crate::coll::barrier(&world))?;
-    j.arena
-        .rank_state(j.rank)
+    let a = &j.arena;
+    a.rank_state(j.rank)
+        .store(crate::shm::STATE_FINALIZING, Ordering::Release);
+    let entered = a.finalizing_count(world.ctx);
+    entered.fetch_add(1, Ordering::AcqRel);
+    // Wake every sleeping rank of the job: the other ranks of this world that wait here,
+    // and any rank (of this world or, through an intercommunicator, another) whose
+    // collective waits for this one and can now never complete.
+    for r in 0..a.lay.n {
+        if r != j.rank {
+            crate::shm::wait::notify(a, r);
+        }
+    }
+    // Point-to-point traffic goes on meanwhile (a send this rank started may still be
+    // needed by a receive of a rank that has not arrived).
+    let n = j.world_size as u64;
+    crate::p2p::wait_until(|| entered.load(Ordering::Acquire) >= n)?;
+    a.rank_state(j.rank)
         .store(crate::shm::STATE_FINALIZED, Ordering::Release);
     set_state(FINALIZED);
     // SAFETY: fflush(NULL) flushes all C streams.

@@ -194,6 +194,31 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// The last rank makes an MPI_Barrier (argv[1] "world": on MPI_COMM_WORLD, else on a
+/// duplicate of it) that no other rank makes, under MPI_ERRORS_ARE_FATAL; the others go
+/// on to MPI_Finalize.
+const ORPHAN_PROG: &str = r#"
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char **argv) {
+    int rank, size;
+    MPI_Comm c;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_name(c, "orphan_comm");
+    if (rank == size - 1) {
+        MPI_Barrier(argc > 1 && strcmp(argv[1], "world") == 0 ? MPI_COMM_WORLD : c);
+        fprintf(stderr, "rank %d: survived an unmatched MPI_Barrier\n", rank);
+    }
+    MPI_Finalize();
+    return 0;
+}
+"#;
+
 /// Compiles `src` once per test binary run into a scratch directory; returns the path.
 fn build(name: &str, src: &str) -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
@@ -646,6 +671,55 @@ fn disagreement_in_a_posted_collective_stops_the_job() {
             );
         }
         assert!(!stderr.contains("survived"), "{what}: {stderr}");
+        assert!(secs < 3.0, "{what}: took {secs:.2}s");
+        assert_nothing_left(&[], None, &shm_before);
+    }
+}
+
+#[test]
+fn collective_waiting_for_a_finalized_rank_stops_the_job() {
+    // It used to hang: the others' MPI_Finalize took a step of MPI_COMM_WORLD's channel
+    // (the lone barrier on MPI_COMM_WORLD then failed with a wrong MPI_ERR_NOT_SAME and
+    // that rank's own MPI_Finalize waited forever), or, on a duplicate, the lone barrier
+    // waited forever for ranks that were waiting for it in MPI_Finalize.
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = build("orphan", ORPHAN_PROG);
+    for (np, args, comm) in [
+        (2, &["world"][..], "MPI_COMM_WORLD"),
+        (3, &["world"][..], "MPI_COMM_WORLD"),
+        (3, &[][..], "orphan_comm"),
+    ] {
+        let what = format!("np {np} {comm}");
+        let shm_before = shm_entries();
+        let t = Instant::now();
+        let out = spawn(np, &exe, args, &["--timeout", "30"])
+            .wait_with_output()
+            .unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+        let fatal: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("shmpi: fatal error:"))
+            .collect();
+        assert_eq!(fatal.len(), 1, "{what}: {stderr}");
+        let waits =
+            format!("called MPI_Finalize while this rank waits for it in MPI_Barrier on {comm}");
+        let me = format!("[MPI_ERR_OTHER, rank {}]", np - 1);
+        for want in ["shmpi: fatal error: MPI_Barrier: rank ", &waits, &me] {
+            assert!(
+                fatal[0].contains(want),
+                "{what}: '{want}' missing from '{}'",
+                fatal[0]
+            );
+        }
+        let stopped = format!(
+            "mpiexec: rank {} stopped the job after a fatal MPI error",
+            np - 1
+        );
+        assert!(stderr.contains(&stopped), "{what}: {stderr}");
+        assert!(!stderr.contains("survived"), "{what}: {stderr}");
+        assert!(!stderr.contains("timed out"), "{what}: {stderr}");
         assert!(secs < 3.0, "{what}: took {secs:.2}s");
         assert_nothing_left(&[], None, &shm_before);
     }

@@ -112,9 +112,70 @@ impl<'a> Chan<'a> {
     /// `Poll::Pending`, for a wait that only a counter of this channel reaching `s` can
     /// end: a blocking call that goes to sleep then asks to be woken only by such a
     /// publication ([`block_on`]).
+    ///
+    /// In the slow phase of the wait (shm/wait.rs `in_slow_wait`) it also looks at the
+    /// members that have not reached `s`: if one of them has entered MPI_Finalize, it
+    /// never will, and the collective ends with an error ([`abandoned`]).
     fn waits_for<T>(&self, s: u64) -> Poll<T> {
         WANT.set(chan_mark(self.comm.ctx, s));
+        if crate::shm::wait::in_slow_wait() {
+            self.check_finalizing(s);
+        }
         Poll::Pending
+    }
+
+    /// The slow-phase look of [`Chan::waits_for`]: records an error for the collective
+    /// if a member that has not reached step `s` has entered MPI_Finalize. (Every
+    /// member takes every step of a collective before it can leave it, so such a
+    /// member has left, or never made, the call this member waits in.)
+    #[cold]
+    fn check_finalizing(&self, s: u64) {
+        let (ctl, a) = (self.ctl(), &self.job.arena);
+        let gone = (0..self.n).find(|&i| {
+            i != self.me
+                && !ctl.reached(a, i, s)
+                && a.in_finalize(self.comm.chan_members[i])
+                // (it arrived, if it did, before it entered MPI_Finalize: seen now)
+                && !ctl.reached(a, i, s)
+        });
+        if let Some(i) = gone {
+            ABANDONED.set(Some(self.finalized_member_error(i)));
+        }
+    }
+
+    /// The error of a collective that waits for member `i`, which entered MPI_Finalize.
+    fn finalized_member_error(&self, i: usize) -> crate::error::MpiError {
+        let slot = self.comm.chan_members[i];
+        let who = match &self.comm.remote {
+            None => format!("rank {i}"),
+            Some(remote) => match remote.iter().position(|&w| w == slot) {
+                Some(r) => format!("rank {r} of the remote group"),
+                None => {
+                    let r = self.comm.group.iter().position(|&w| w == slot);
+                    format!("rank {} of the local group", r.unwrap_or(i))
+                }
+            },
+        };
+        let name = self.comm.name.lock().map(|n| n.clone()).unwrap_or_default();
+        let comm = if name.is_empty() {
+            format!("communicator {:#x}", self.comm.handle)
+        } else {
+            name
+        };
+        let call = self.job.arena.call_name(self.job.rank);
+        let call = if call.is_empty() {
+            "a collective".to_string()
+        } else {
+            call
+        };
+        crate::error::err(
+            crate::abi::MPI_ERR_OTHER,
+            format!(
+                "{who} called MPI_Finalize while this rank waits for it in {call} on {comm}: \
+                 the collective can never complete (its members did not make the same \
+                 collective calls)"
+            ),
+        )
     }
 
     /// Records that every member reached step `s`.
@@ -411,15 +472,41 @@ thread_local! {
     /// The wake mark (shm/proto.rs `chan_mark`) of what the collective polled last by
     /// [`block_on`] waits for, or `ANY`.
     static WANT: std::cell::Cell<u64> = const { std::cell::Cell::new(ANY) };
+    /// Why the collective polled last can never complete (`Chan::waits_for`), for the
+    /// one that polled it ([`block_on`], nb.rs) to end it with.
+    static ABANDONED: std::cell::Cell<Option<crate::error::MpiError>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Before a poll of a collective (by [`block_on`] or nb.rs): forgets what an earlier
+/// poll, of this or another collective, recorded for [`abandoned`].
+#[inline]
+pub fn before_poll() {
+    if crate::shm::wait::in_slow_wait() {
+        ABANDONED.take();
+    }
+}
+
+/// After a poll of a collective that returned `Pending` (with [`before_poll`] before
+/// it): the error to end it with if it can never complete (seen only in the slow phase
+/// of a wait).
+#[inline]
+pub fn abandoned() -> Option<crate::error::MpiError> {
+    if crate::shm::wait::in_slow_wait() {
+        ABANDONED.take()
+    } else {
+        None
+    }
 }
 
 /// Runs a collective to completion in place: polls it, running the progress engine
 /// (point-to-point and outstanding nonblocking collectives) and backing off between
 /// polls, sleeping on the doorbell after a while.
-pub fn block_on<F: Future>(fut: F) -> F::Output {
+pub fn block_on<T, F: Future<Output = MpiResult<T>>>(fut: F) -> MpiResult<T> {
     let mut fut = pin!(fut);
     let waker = Waker::noop();
     let mut cx = Context::from_waker(waker);
+    before_poll();
     if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
         return v;
     }
@@ -441,8 +528,12 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
         // publications and other channels' wake the rank regardless, so the engine's
         // other operations still progress.
         WANT.set(ANY);
+        before_poll();
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return v;
+        }
+        if let Some(e) = abandoned() {
+            return Err(e);
         }
         let want = WANT.get();
         b.pause_for(want, || {
@@ -451,6 +542,7 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
             // rendezvous it was woken for), and nobody would wake the rank for it.
             crate::p2p::progress();
             WANT.set(ANY);
+            before_poll();
             match fut.as_mut().poll(&mut cx) {
                 Poll::Ready(v) => {
                     out = Some(v);
@@ -461,7 +553,13 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
                 // a wait that is over, and the publication it now waits for, of another
                 // step, would not wake it. Do not sleep; the loop polls again and sleeps
                 // with the new mark.
-                Poll::Pending => WANT.get() != want,
+                Poll::Pending => match abandoned() {
+                    Some(e) => {
+                        out = Some(Err(e));
+                        true
+                    }
+                    None => WANT.get() != want,
+                },
             }
         });
         if let Some(v) = out.take() {

@@ -59,9 +59,14 @@ pub fn poll_all() {
     let mut done = Vec::new();
     let mut back = Vec::new();
     for (id, mut f) in taken {
+        super::before_poll();
         match f.as_mut().poll(&mut cx) {
             Poll::Ready(r) => done.push((id, r)),
-            Poll::Pending => back.push((id, f)),
+            // It can never complete (a member it waits for entered MPI_Finalize).
+            Poll::Pending => match super::abandoned() {
+                Some(e) => done.push((id, Err(e))),
+                None => back.push((id, f)),
+            },
         }
     }
     {

@@ -133,7 +133,7 @@ pub fn merge(inter: &Arc<Comm>, high: bool) -> MpiResult<Arc<Comm>> {
         )
     })?;
     let t = crate::coll::ticket(inter);
-    let _turn = crate::coll::block_on(crate::coll::turn(inter, t));
+    let _turn = crate::coll::block_on(async { Ok(crate::coll::turn(inter, t).await) })?;
     let ch = crate::coll::block_on(Chan::open(inter))?;
     ch.put_args(&[high as u64]);
     crate::coll::block_on(ch.step())?;

@@ -63,6 +63,9 @@ pub const PIPE_HDR: usize = 4 * CACHE_LINE;
 pub const CHAN_CTRL: usize = CACHE_LINE;
 /// In the channel's control line (after the reference count): its generation.
 const CHAN_GEN: usize = 8;
+/// In the control line of a channel that is an MPI_COMM_WORLD's: how many of its ranks
+/// have entered MPI_Finalize (runtime.rs `finalize`).
+const CHAN_FINALIZING: usize = 16;
 pub const CHAN_MEMBER: usize = 2 * CACHE_LINE;
 /// Maximum number of live communicators (channels) in a job.
 pub const NCHAN: usize = 2048;
@@ -223,6 +226,9 @@ static LAST_CALL_NAME: std::sync::atomic::AtomicUsize = std::sync::atomic::Atomi
 
 pub const STATE_STARTED: u32 = 1;
 pub const STATE_FINALIZED: u32 = 2;
+/// In MPI_Finalize, waiting for the other ranks of its MPI_COMM_WORLD: it takes no
+/// step of any communicator again.
+pub const STATE_FINALIZING: u32 = 3;
 
 /// Creates a job arena for `n` ranks and returns its descriptor (without CLOEXEC, so
 /// that exec'd ranks inherit it).
@@ -432,6 +438,25 @@ impl Arena {
     pub fn rank_pid(&self, r: usize) -> &AtomicU32 {
         self.u32_at(self.lay.rank_block(r) + R_PID)
     }
+    /// Whether the process in slot `r` has entered MPI_Finalize (or finished it): it
+    /// will take no collective step, nor send anything new, again.
+    pub fn in_finalize(&self, r: usize) -> bool {
+        matches!(
+            self.rank_state(r).load(Ordering::Acquire),
+            STATE_FINALIZING | STATE_FINALIZED
+        )
+    }
+    /// The count of ranks that entered MPI_Finalize, in the control line of channel
+    /// `c` (an MPI_COMM_WORLD's: such a channel is never released).
+    pub fn finalizing_count(&self, c: usize) -> &AtomicU64 {
+        self.u64_at(self.lay.chan(c) + CHAN_FINALIZING)
+    }
+    /// The name of the MPI function rank `r` is in or was in last ("" if none).
+    pub fn call_name(&self, r: usize) -> String {
+        let s = self.slice(self.lay.rank_block(r) + R_CALL, R_CALL_LEN);
+        let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
+        String::from_utf8_lossy(&s[..end]).into_owned()
+    }
 
     /// Makes slot `r` ready for a new process (mpiexec, when a spawn reuses the slot of
     /// a finished one): not started, no current call, its MPI_COMM_SELF channel at step 0.
@@ -482,9 +507,7 @@ impl Arena {
     /// What rank `r` is doing: "MPI_Allreduce (communicator 0x44000000, step 12)", or ""
     /// outside MPI.
     pub fn call_of(&self, r: usize) -> String {
-        let s = self.slice(self.lay.rank_block(r) + R_CALL, R_CALL_LEN);
-        let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
-        let name = String::from_utf8_lossy(&s[..end]).into_owned();
+        let name = self.call_name(r);
         let active = self
             .u32_at(self.lay.rank_block(r) + R_CALL_ACTIVE)
             .load(Ordering::Relaxed);
@@ -546,6 +569,8 @@ impl Arena {
         // page of them resident): entries of earlier generations never match.
         let gen = self.u64_at(base + CHAN_GEN);
         gen.store(gen.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        self.u64_at(base + CHAN_FINALIZING)
+            .store(0, Ordering::Relaxed);
         std::sync::atomic::fence(Ordering::Release);
         Some(c)
     }

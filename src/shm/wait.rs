@@ -148,6 +148,19 @@ pub fn notify_all(arena: &Arena, ranks: impl IntoIterator<Item = usize>, publ: u
     );
 }
 
+thread_local! {
+    /// Whether this thread is in the slow phase of a wait (it sleeps between looks):
+    /// then the waits may also look at what is too costly to look at on every spin,
+    /// such as whether the awaited peers still live in MPI (coll/mod.rs `waits_for`).
+    static SLOW: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the current wait has reached its slow phase (see `SLOW`).
+#[inline]
+pub fn in_slow_wait() -> bool {
+    SLOW.get()
+}
+
 /// One wait in progress: call `pause()` each time the awaited condition is false.
 pub struct Backoff<'a> {
     arena: &'a Arena,
@@ -157,6 +170,17 @@ pub struct Backoff<'a> {
     start: Option<Instant>,
     /// Since when every yield returned at once (nobody else ran on this CPU).
     lonely: Option<Instant>,
+    /// Once the wait reached its slow phase: what `SLOW` was before (a wait may run
+    /// inside another one, from a callback the progress engine calls).
+    slow_before: Option<bool>,
+}
+
+impl Drop for Backoff<'_> {
+    fn drop(&mut self) {
+        if let Some(before) = self.slow_before {
+            SLOW.set(before);
+        }
+    }
 }
 
 impl<'a> Backoff<'a> {
@@ -168,7 +192,14 @@ impl<'a> Backoff<'a> {
             iter: 0,
             start: None,
             lonely: None,
+            slow_before: None,
         }
+    }
+
+    /// Whether this wait has reached its slow phase: it sleeps between looks.
+    #[inline]
+    pub fn is_slow(&self) -> bool {
+        self.slow_before.is_some()
     }
 
     /// Waits a little. `recheck` is the awaited condition, evaluated again after the
@@ -219,6 +250,10 @@ impl<'a> Backoff<'a> {
             }
         }
         crate::runtime::check_job_alive();
+        // From now on the looks at the awaited condition (the re-check below, the
+        // caller's polls after the sleep) may also ask whether it can still come true.
+        let before = SLOW.replace(true);
+        self.slow_before.get_or_insert(before);
         // The timeout only bounds how long a dead peer goes unnoticed (check_job_alive).
         proto::sleep_unless_for(
             self.arena,
