@@ -30,6 +30,11 @@ fn region(buf: *const c_void, disp: isize, count: usize, t: &TypeInfo) -> Option
     if count == 0 || t.size == 0 || buf.is_null() || is_in_place(buf) {
         return None;
     }
+    if t.contiguous {
+        // (one block of `size` bytes at displacement 0, extent == size)
+        let lo = (buf as isize).checked_add(disp)?;
+        return Some((lo, lo.checked_add(count.checked_mul(t.size)? as isize)?));
+    }
     let d = crate::datatype::derived::get(t.handle, "datatype").ok()?;
     let lo = (buf as isize).checked_add(disp)?.checked_add(d.true_lb())?;
     let last = (count as isize - 1).checked_mul(d.extent())?;
