@@ -108,6 +108,12 @@ fn mode() -> Mode {
     })
 }
 
+/// Whether `SHMPI_DIRECT` forces the direct path (`1` or `require`): then the
+/// reductions do not take the one-step path instead (reduce.rs `one_step_max`).
+pub fn forced() -> bool {
+    matches!(mode(), Mode::On | Mode::Require)
+}
+
 /// CPUs online: the same number in every process of the machine, so every member makes
 /// the same choice from it.
 pub(crate) fn cpus_online() -> usize {
@@ -130,6 +136,8 @@ pub enum Kind {
     /// Zen 4 EPYC the arena took 0.6-0.8x the time at 512 KiB and the same at 64-256
     /// KiB (three alternating runs), so it runs up to 512 KiB.
     /// The root reading and folding everything alone was slower everywhere (1.2-1.6x).
+    /// Since the arena's one-step path took over up to 512 KiB (reduce.rs
+    /// `one_step_max`), MPI_Reduce takes this path only when it is forced.
     Rooted,
     /// MPI_Allreduce: everyone receives everything.
     All,

@@ -37,8 +37,41 @@ pub struct Reduction<'a> {
     pub multi: Option<crate::op::kernels::MultiKernel>,
 }
 
-/// Vectors up to this many bytes take the one-step path.
+/// Vectors up to this many bytes take the one-step path (more for some kinds of
+/// reduction: [`one_step_max`]).
 pub const SMALL: usize = 16 << 10;
+
+/// The largest vector of `total` bytes that a reduction of `kind` over `n` members takes
+/// in one step (every member deposits its input, every receiver folds its part from all
+/// the slots) instead of the direct path or the pipeline, if it fits in a chunk. The
+/// pipeline splits the fold among the members but takes two steps; one step costs the
+/// receivers the whole fold of what they receive, which pays where they receive little
+/// or the steps are dear. Alternating runs on a 2-CPU Zen 4 VM (collbench, µs):
+/// - MPI_Reduce at np 2, 128/256/512 KiB: 12-13.5 / 15-16 / 30-35 in one step against
+///   15-16.5 / 26-28 / 48-64 on the direct path (Open MPI 14-15 / 26-37 / 56-59);
+///   at np 4 (2 ranks per CPU) 32/128/256 KiB: 10 / 19-23 / 30 against 15-16 / 33-35 /
+///   52-63, but 512 KiB-1 MiB mixed or slower; at np 8 32-256 KiB: 21-37 / 70 against
+///   29-250 / 79-421.
+/// - The reduce-scatters at np 2, 256 KiB / 512 KiB / 1 MiB: 17-19 / 23 / 42 against
+///   20-24 / 30 / 62-72 (pipeline, direct), but 3.2 / 11.5 against 2.9 / 10.3 at 32 /
+///   128 KiB; at np 8 32-256 KiB: 21 / 39-47 / 58 against 28-44 / 57-68 / 74-89, and
+///   the same at np 4.
+/// - MPI_Allreduce, where every member folds everything, at np 2: the same up to 256
+///   KiB, 1.2-1.5x the time at 512 KiB-1 MiB: only [`SMALL`].
+pub fn one_step_max(kind: super::direct::Kind, total: usize, n: usize) -> usize {
+    use super::direct::Kind;
+    const KIB: usize = 1 << 10;
+    let shared = n > super::direct::cpus_online();
+    match kind {
+        Kind::All => SMALL,
+        Kind::Rooted if shared => 256 * KIB,
+        Kind::Rooted => 512 * KIB,
+        Kind::Scatter | Kind::Arena if shared => 256 * KIB,
+        // (from 256 KiB: below, the pipeline was 10% faster)
+        Kind::Scatter | Kind::Arena if total >= 256 * KIB => 1024 * KIB,
+        Kind::Scatter | Kind::Arena => SMALL,
+    }
+}
 
 /// The chunk of a multi-chunk reduction whose members take turns on the CPUs.
 const SHARED_CPU_CHUNK: usize = 256 << 10;
@@ -197,19 +230,24 @@ pub async fn reduce_vector(
         }
         return Ok(());
     }
-    if super::direct::wanted(kind, total, ch.n)
+    let one = one_step_max(kind, total, ch.n);
+    // The one-step path comes first where it is taken (the vector fits in a slot, so
+    // in one chunk: `chunk_size`), unless the direct path is forced.
+    let one_step = total <= one && total <= ch.slot_bytes && !super::direct::forced();
+    if !one_step
+        && super::direct::wanted(kind, total, ch.n)
         // (boxed: a large future, and a large vector, where one allocation is nothing;
         // inline, its state would be copied with every small reduction's future)
         && Box::pin(super::direct::reduce(&ch, total, red, part)).await?
     {
         return Ok(());
     }
-    if super::chain::wanted(&ch, total, red.extent) {
+    if !one_step && super::chain::wanted(&ch, total, red.extent) {
         return Box::pin(super::chain::reduce(&ch, total, red, part)).await;
     }
     // Only MPI_Allreduce delivers a byte to more than one member.
     let sole = kind != super::direct::Kind::All;
-    reduce_group(&ch, total, red, part, &members(ch.n), sole).await
+    reduce_group(&ch, total, red, part, &members(ch.n), sole, one).await
 }
 
 /// The slices `f(i)` of the members in `contrib`, in order, handed to `g`: on the stack
@@ -248,7 +286,8 @@ pub(super) fn with_sources<'s, R>(
 /// receives it. Every channel member calls this with the same `total` and `contrib`.
 /// `sole` (the same everywhere): no byte of the result goes to more than one member, so
 /// a contributor folds the part of its share that it receives itself straight into its
-/// receive buffer, not through the result buffer.
+/// receive buffer, not through the result buffer. Vectors of at most `one` bytes (at
+/// least [`SMALL`]; the same everywhere) that fit in a chunk go in one step.
 pub async fn reduce_group(
     ch: &Chan<'_>,
     total: usize,
@@ -256,6 +295,7 @@ pub async fn reduce_group(
     part: &Part,
     contrib: &[usize],
     sole: bool,
+    one: usize,
 ) -> MpiResult<()> {
     let e = red.extent.max(1);
     let k = contrib.len();
@@ -265,7 +305,7 @@ pub async fn reduce_group(
     if total > 0 && chunk == 0 {
         return Box::pin(reduce_big(ch, total, red, part, contrib)).await;
     }
-    if total <= SMALL.min(chunk) {
+    if total <= one.max(SMALL).min(chunk) {
         let (_, p) = ch.next_step();
         if total > 0 && my_share.is_some() {
             part.input(0, ch.slice_mut(ch.slot(ch.me, p), total));

@@ -116,6 +116,7 @@ pub fn reduce(
                         },
                         &contrib,
                         false,
+                        reduce::SMALL,
                     )
                     .await?;
                 }
@@ -149,6 +150,7 @@ pub fn reduce(
                         },
                         &contrib,
                         false,
+                        reduce::SMALL,
                     )
                     .await?;
                 }
@@ -173,6 +175,7 @@ pub fn reduce(
                         },
                         &contrib,
                         false,
+                        reduce::SMALL,
                     )
                     .await?;
                 }
@@ -223,7 +226,8 @@ fn both_ways(
                         hi,
                     }
                 };
-                reduce::reduce_group(&ch, total, &red, &part, contrib, false).await?;
+                reduce::reduce_group(&ch, total, &red, &part, contrib, false, reduce::SMALL)
+                    .await?;
             }
             st.finish()
         }),
