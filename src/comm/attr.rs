@@ -382,17 +382,17 @@ pub fn delete<'a>(o: impl Into<Owner<'a>>, key: i32) -> MpiResult<()> {
     }
 }
 
+/// Every attribute of `o` (key, both forms of its value), in the order of setting.
+fn views(o: &Owner<'_>) -> Vec<(i32, View)> {
+    let a = o.attrs.lock().unwrap();
+    a.iter().map(|(k, v)| (*k, v.view())).collect()
+}
+
 /// Runs every attribute's delete callback (MPI_Comm_free, MPI_Type_free, and
 /// MPI_Finalize on MPI_COMM_SELF), in the reverse order of setting.
 pub fn delete_all<'a>(o: impl Into<Owner<'a>>) -> MpiResult<()> {
     let o = o.into();
-    let all: Vec<(i32, View)> = o
-        .attrs
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| (*k, v.view()))
-        .collect();
+    let all = views(&o);
     for (k, v) in all.into_iter().rev() {
         call_delete(o.handle, k, v)?;
     }
@@ -404,13 +404,7 @@ pub fn delete_all<'a>(o: impl Into<Owner<'a>>) -> MpiResult<()> {
 /// MPI_Type_dup).
 pub fn copy_all<'a, 'b>(old: impl Into<Owner<'a>>, new: impl Into<Owner<'b>>) -> MpiResult<()> {
     let (old, new) = (old.into(), new.into());
-    let all: Vec<(i32, View)> = old
-        .attrs
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| (*k, v.view()))
-        .collect();
+    let all = views(&old);
     for (key, val) in all {
         let k = keyval(key, true, None)?;
         let Some(f) = k.copy else { continue };
