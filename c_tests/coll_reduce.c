@@ -253,9 +253,11 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Op_create(user_dsum, 1, &op_dsum);
     MPI_Op_create(user_compose, 0, &op_compose);
-    size_t counts[] = {0, 1, 7, 1000, 150000};
+    /* (20000: 80-320 KiB, where the one-step path takes MPI_Reduce and the
+     * reduce-scatters; 150000: several chunks) */
+    size_t counts[] = {0, 1, 7, 1000, 20000, 150000};
     const char *quick = getenv("SHMPI_TEST_QUICK");
-    int ncounts = quick ? 4 : 5;
+    int ncounts = quick ? 4 : 6;
     for (int k = 0; k < K_NKINDS; k++)
         for (int c = 0; c < ncounts; c++) run_case(k, counts[c]);
     MPI_Op_free(&op_dsum);
