@@ -336,10 +336,11 @@ int main(int argc, char **argv) {
 
     /* Errors. */
     {
-        MPI_Comm c = MPI_COMM_NULL;
+        MPI_Comm c = MPI_COMM_WORLD;
         int dims[2] = {size + 1, 1}, periods[2] = {0, 0}, rc, x[4];
         rc = MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &c);
         CHECK(err_class(rc) == MPI_ERR_ARG, "grid larger than the communicator: class %d", err_class(rc));
+        CHECK(c == MPI_COMM_NULL, "a failed MPI_Cart_create leaves comm_cart set");
         check_msg(rc, "MPI_Cart_create", "more than");
         rc = MPI_Cart_map(MPI_COMM_WORLD, 2, dims, periods, x);
         CHECK(err_class(rc) == MPI_ERR_DIMS, "Cart_map of a grid too large: class %d", err_class(rc));
