@@ -222,17 +222,21 @@ pub fn code_class(code: i32) -> Option<i32> {
 pub fn from_callback(rc: i32, msg: String) -> MpiError {
     let class = match code_class(rc) {
         Some(_) if rc >= DYN_BASE || (1..=LAST_CLASS).contains(&rc) => rc,
-        Some(c) if c > 0 && recorded(rc) => c,
+        Some(c) if c > 0 && recorded_message(rc).is_some() => c,
         _ => MPI_ERR_UNKNOWN,
     };
     MpiError::new(class, msg)
 }
 
-/// Whether `code` is one this library handed out whose message is still in the ring.
-fn recorded(code: i32) -> bool {
+/// The full message of `code`, if this library handed it out and it is still in the
+/// ring.
+fn recorded_message(code: i32) -> Option<String> {
     let k = code >> 7;
     let r = MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
-    k > 0 && !r.msgs.is_empty() && r.msgs[k as usize % RING].0 == k
+    match r.msgs.get(k as usize % RING) {
+        Some((kk, m)) if k > 0 && *kk == k => Some(m.clone()),
+        _ => None,
+    }
 }
 
 /// The text of an error code: the recorded message if it is still in the ring, else the
@@ -243,13 +247,8 @@ pub fn code_string(code: i32) -> Option<String> {
     }
     let class = code_class(code)?;
     if code > 127 && code == class | (code & !0x7f) && code & !0x7f != 0 {
-        let k = code >> 7;
-        let r = MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
-        if !r.msgs.is_empty() {
-            let (kk, ref m) = r.msgs[k as usize % RING];
-            if kk == k {
-                return Some(m.clone());
-            }
+        if let Some(m) = recorded_message(code) {
+            return Some(m);
         }
     }
     Some(format!("{}: {}", class_name(class), class_text(class)))
