@@ -18,6 +18,9 @@ pub async fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
     if buf.len() <= ch.post_limit(ch.post_payload()) {
         return super::post::bcast(&ch, &buf, root).await;
     }
+    if super::ring::wanted(&ch) {
+        return super::ring::bcast(&ch, &buf, root).await;
+    }
     ch.settle().await;
     if super::direct::bcast(&ch, &buf, root).await? {
         return Ok(());

@@ -191,7 +191,7 @@ pub async fn reduce(
 
 impl Chan<'_> {
     /// Completes once member `i`'s counter reached `s`.
-    async fn reached(&self, i: usize, s: u64) {
+    pub(super) async fn reached(&self, i: usize, s: u64) {
         let (ctl, a) = (self.ctl(), &self.job.arena);
         std::future::poll_fn(|_| {
             if ctl.reached(a, i, s) {

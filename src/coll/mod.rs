@@ -20,6 +20,7 @@ pub mod gather;
 pub mod nb;
 pub mod post;
 pub mod reduce;
+pub mod ring;
 
 use crate::comm::Comm;
 use crate::error::MpiResult;
@@ -245,6 +246,14 @@ impl<'a> Chan<'a> {
     /// Arrives at the next step without waiting: publishes `desc` (if any) and this
     /// member's counter, and wakes those who wait for it. Returns the step.
     fn publish(&self, desc: Option<[u64; 3]>) -> u64 {
+        let s = self.publish_chunk(desc);
+        self.comm.ordinary_last.store(s, Ordering::Relaxed);
+        s
+    }
+
+    /// [`Chan::publish`] of a step that uses the slots only as a ring broadcast's chunk
+    /// (coll/ring.rs), whose readers publish their counter only after reading.
+    fn publish_chunk(&self, desc: Option<[u64; 3]>) -> u64 {
         let s = bump(&self.comm.step, Ordering::Relaxed) + 1;
         let a = &self.job.arena;
         self.ctl().arrive(a, self.me, s, desc);

@@ -32,7 +32,7 @@ pub const CHAIN_BYTES: usize = 8 << 10;
 
 /// Whom a member waits for in a posted step.
 #[derive(Clone, Copy)]
-enum Wait {
+pub(super) enum Wait {
     /// Nobody: it only sends.
     Nobody,
     /// The member it receives from.
@@ -121,7 +121,11 @@ impl Chan<'_> {
 
     /// One posted step: `fill` writes this member's payload, then it arrives and waits
     /// as `wait` says. Returns the step's number (for `payload`).
-    async fn post_step(&self, fill: impl FnOnce(&mut [u8]), wait: Wait) -> MpiResult<u64> {
+    pub(super) async fn post_step(
+        &self,
+        fill: impl FnOnce(&mut [u8]),
+        wait: Wait,
+    ) -> MpiResult<u64> {
         let pending = self.comm.take_desc();
         let s = self.comm.step.load(Ordering::Relaxed) + 1;
         self.room(s).await;

@@ -35,6 +35,11 @@ pub struct Comm {
     pub synced: AtomicU64,
     /// The last step this member posted (coll/post.rs; 0: none).
     pub posted: AtomicU64,
+    /// The last step a member published with [`crate::coll::Chan`]'s ordinary
+    /// `publish` (not a posted step, not a ring broadcast's chunk).
+    pub ordinary_last: AtomicU64,
+    /// Where the ring broadcasts put their chunks (coll/ring.rs).
+    pub ring: Mutex<crate::coll::ring::Placement>,
     /// Which of the channel's double buffers the next collective step uses.
     pub step: AtomicU64,
     /// Attributes: (keyval, value).
@@ -253,6 +258,8 @@ impl Comm {
             name: Mutex::new(name.to_string()),
             synced: AtomicU64::new(0),
             posted: AtomicU64::new(0),
+            ordinary_last: AtomicU64::new(0),
+            ring: Default::default(),
             step: AtomicU64::new(0),
             attrs: Mutex::new(Vec::new()),
             coll_ticket: AtomicU64::new(0),

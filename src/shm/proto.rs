@@ -340,11 +340,15 @@ impl ChanCtl {
     /// `s - post_k`, is read by everyone: every counter of the `n` reached
     /// `s + 1 - post_k`). Returns the lowest counter seen if it may.
     pub fn room<S: Shared + ?Sized>(&self, sh: &S, n: usize, s: u64) -> Option<u64> {
-        let low = (0..n)
+        let low = self.lowest(sh, n).unwrap_or(s);
+        (s <= self.post_k || low + self.post_k > s).then_some(low)
+    }
+
+    /// The lowest counter of the `n` members (None for none).
+    pub fn lowest<S: Shared + ?Sized>(&self, sh: &S, n: usize) -> Option<u64> {
+        (0..n)
             .map(|i| sh.w64(self.counter(i)).load(Ordering::Acquire))
             .min()
-            .unwrap_or(s);
-        (s <= self.post_k || low + self.post_k > s).then_some(low)
     }
 
     /// Member `me` arrives at step `s` without waiting, with `desc` in its post entry

@@ -1,0 +1,1 @@
+bcast_ring.c

@@ -1,0 +1,187 @@
+//! MPI_Bcast with more members than CPUs: a ring of chunks through the channel's
+//! slots, where the root never waits for the receivers except when the ring is full.
+//!
+//! Algorithm. A first posted step (post.rs) carries the call's descriptor: a receiver
+//! checks it against the root's, the root does not wait (as in a small broadcast). Then
+//! chunk `t` of the vector (at most [`CHUNK`] bytes) is step `s0 + 1 + t`: the root
+//! copies it into the ring (the channel's slots, up to [`RING_BYTES`]) and publishes its
+//! counter; a receiver waits for the root's counter to reach the step, copies the chunk
+//! out, and only then publishes its own counter. So a counter at step `s` says: done with
+//! every chunk up to step `s`.
+//!
+//! Where each chunk goes is the same at every member ([`Placement`]): the ring is cut
+//! into units (of 4 KiB, [`ring_geometry`]), a chunk takes the next whole units after the previous
+//! chunk's (from the start again if they do not fit), and each unit remembers the step
+//! that last wrote it. The root writes a chunk once every counter reached the last step
+//! of each of its units, and, if an ordinary step (whose data may be in the slots) came
+//! after the last broadcast that waited for it, once everyone reached this broadcast's
+//! first step. When it must wait, it waits for room for half the ring, so that a root
+//! that outruns the receivers gives up its CPU once per half ring, not once per chunk.
+//! Small vectors take small chunks: 256 broadcasts of 32 KiB fit the ring.
+//!
+//! Why. In the pipeline of bcast.rs every chunk is an ordinary step that every member
+//! must reach before any goes on: with more members than CPUs each chunk costs every
+//! member a turn on a CPU. Here back-to-back broadcasts run the root up to a ring ahead,
+//! and each member copies as many chunks as are ready each time it runs.
+//!
+//! After the broadcast the member records its last step as posted (`Comm::posted`), so
+//! that the next collective with ordinary steps first waits until every member has
+//! arrived there (`Chan::settle`): by then every receiver has copied every chunk out.
+use super::post::Wait;
+use super::Chan;
+use crate::error::MpiResult;
+use crate::p2p::UserBuf;
+use std::sync::atomic::Ordering;
+
+/// Bytes of a chunk at most (and at most a slot): against 128 KiB chunks, 1 MiB ones
+/// took 0.7x the time at 2 MiB (4 and 8 ranks on 2 CPUs), the same at 16-64 MiB.
+const CHUNK: usize = 1 << 20;
+
+/// The ring's bytes at most (the chunks between the root and the slowest receiver stay
+/// in the last-level cache).
+const RING_BYTES: usize = 8 << 20;
+
+/// The ring's allocation unit at most (a quarter of a slot with the tests' tiny slots).
+const UNIT: usize = 4 << 10;
+
+/// Where the ring broadcasts of a communicator put their chunks: the same at every
+/// member, which all place the same chunks in the same order.
+#[derive(Default)]
+pub struct Placement {
+    /// The next free unit.
+    cursor: usize,
+    /// The step that last wrote each unit (0: none).
+    last: Vec<u64>,
+    /// The first step of the last broadcast whose root waited for everyone to reach it.
+    floor: u64,
+}
+
+impl Placement {
+    /// Places a chunk of `len` bytes (at most the ring's `units` units of `unit` bytes)
+    /// written at step `s`: returns its unit and the step every counter must reach
+    /// before it is written.
+    fn place(&mut self, len: usize, unit: usize, units: usize, s: u64) -> (usize, u64) {
+        if self.last.len() != units {
+            *self = Placement {
+                last: vec![0; units],
+                ..Placement::default()
+            };
+        }
+        let k = len.div_ceil(unit).max(1);
+        if self.cursor + k > units {
+            self.cursor = 0;
+        }
+        let at = self.cursor;
+        let range = &mut self.last[at..at + k];
+        let need = range.iter().copied().max().unwrap_or(0);
+        range.fill(s);
+        self.cursor += k;
+        (at, need)
+    }
+
+    /// The step every counter must reach before the next half of the ring (from the
+    /// cursor on, around its end) may be written.
+    fn ahead(&self) -> u64 {
+        let n = self.last.len();
+        (0..n / 2)
+            .map(|i| self.last[(self.cursor + i) % n])
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// `SHMPI_BCAST_RING`: `0` never, `1` from the smallest vector the posted steps do not
+/// carry at any member count (the tests use it to run the ring with a CPU per member);
+/// unset: with more members than CPUs.
+fn forced() -> Option<bool> {
+    static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var("SHMPI_BCAST_RING").as_deref() {
+        Ok("0") | Ok("off") => Some(false),
+        Ok("1") | Ok("on") => Some(true),
+        _ => None,
+    })
+}
+
+/// Whether MPI_Bcast of a vector longer than the posted steps carry takes the ring.
+/// Every member decides the same.
+pub fn wanted(ch: &Chan<'_>) -> bool {
+    forced().unwrap_or(ch.n > super::direct::cpus_online()) && ring_geometry(ch).1 >= 2
+}
+
+/// The ring over the channel's slots: its unit's bytes and its units.
+fn ring_geometry(ch: &Chan<'_>) -> (usize, usize) {
+    let unit = UNIT.min(ch.slot_bytes / 4 / 64 * 64).max(64);
+    (unit, (2 * ch.n * ch.slot_bytes).min(RING_BYTES) / unit)
+}
+
+/// MPI_Bcast of `buf` from channel member `root` through the ring (after [`wanted`]
+/// said yes).
+pub async fn bcast(ch: &Chan<'_>, buf: &UserBuf, root: usize) -> MpiResult<()> {
+    let (unit, units) = ring_geometry(ch);
+    let chunk = CHUNK.min(ch.slot_bytes).min(units / 2 * unit);
+    let is_root = ch.me == root;
+    let wait = if is_root {
+        Wait::Nobody
+    } else {
+        Wait::One(root)
+    };
+    let s0 = ch.post_step(|_| {}, wait).await?;
+    let comm = ch.comm;
+    // Ordinary steps since the last broadcast that waited for them: the slots are free
+    // of their data once everyone reached `s0`.
+    let floor = {
+        let mut p = lock(comm);
+        if comm.ordinary_last.load(Ordering::Relaxed) > p.floor {
+            p.floor = s0;
+            s0
+        } else {
+            0
+        }
+    };
+    let total = buf.len();
+    let base = ch.slot(0, 0);
+    let nt = crate::p2p::buf::streaming(total);
+    let mut s = s0;
+    for start in (0..total).step_by(chunk) {
+        s += 1;
+        let len = chunk.min(total - start);
+        let (first, need) = lock(comm).place(len, unit, units, s);
+        let at = base + first * unit;
+        if is_root {
+            ch.room_for(need.max(floor), s).await;
+            buf.read_at(start, ch.slice_mut(at, len));
+        } else {
+            ch.reached(root, s).await;
+            buf.write_at_nt(start, ch.slice(at, len), nt);
+        }
+        let published = ch.publish_chunk(None);
+        debug_assert_eq!(published, s);
+    }
+    comm.posted.store(s, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The communicator's placement (a poisoned lock still holds a consistent one: it is
+/// only written by `place`, which does not panic).
+fn lock(comm: &crate::comm::Comm) -> std::sync::MutexGuard<'_, Placement> {
+    comm.ring.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Chan<'_> {
+    /// Completes once every counter reached `need` (below step `s`, the one the root is
+    /// about to write). When it must wait, it waits for the next half of the ring to be
+    /// free too (`Placement::ahead`).
+    async fn room_for(&self, need: u64, s: u64) {
+        if self.comm.synced.load(Ordering::Relaxed) >= need {
+            return;
+        }
+        let (ctl, a) = (self.ctl(), &self.job.arena);
+        let low = ctl.lowest(a, self.n).unwrap_or(s);
+        self.synced(low);
+        if low >= need {
+            return;
+        }
+        let ahead = lock(self.comm).ahead();
+        self.all_at(need.max(ahead).min(s - 1)).await;
+    }
+}
