@@ -4,7 +4,9 @@
 //! From 32 KiB, with no more members than CPUs, the data may instead go directly between
 //! the processes' buffers (coll/direct.rs). Up to `Chan::post_payload` bytes it goes in one
 //! posted step, where the root does not wait for the others (coll/post.rs); with more
-//! members than CPUs, up to 8 KiB in a chain of them (`Chan::post_limit`).
+//! members than CPUs, up to 8 KiB in a chain of them (`Chan::post_limit`), and beyond
+//! through a ring of chunks where the root waits only when the ring is full
+//! (coll/ring.rs).
 use super::Chan;
 use crate::comm::Comm;
 use crate::error::MpiResult;

@@ -102,10 +102,11 @@ fn forced() -> Option<bool> {
     })
 }
 
-/// Whether MPI_Bcast of a vector longer than the posted steps carry takes the ring.
-/// Every member decides the same.
+/// Whether MPI_Bcast of a vector longer than the posted steps carry takes the ring
+/// (not when `SHMPI_DIRECT` forces the direct path). Every member decides the same.
 pub fn wanted(ch: &Chan<'_>) -> bool {
-    forced().unwrap_or(ch.n > super::direct::cpus_online()) && ring_geometry(ch).1 >= 2
+    forced().unwrap_or(ch.n > super::direct::cpus_online() && !super::direct::forced())
+        && ring_geometry(ch).1 >= 2
 }
 
 /// The ring over the channel's slots: its unit's bytes and its units.
