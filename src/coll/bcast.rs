@@ -1,12 +1,13 @@
-//! MPI_Bcast: a pipeline over chunks of one slot. In step t the root deposits chunk t
-//! in its slot; after the step every other member copies it out. Cost: one
-//! synchronisation per chunk, two copies per receiver (root -> slot -> receiver).
-//! From 32 KiB, with no more members than CPUs, the data may instead go directly between
-//! the processes' buffers (coll/direct.rs). Up to `Chan::post_payload` bytes it goes in one
-//! posted step, where the root does not wait for the others (coll/post.rs); with more
-//! members than CPUs, up to 8 KiB in a chain of them (`Chan::post_limit`), and beyond
-//! through a ring of chunks where the root waits only when the ring is full
-//! (coll/ring.rs).
+//! MPI_Bcast. Up to `Chan::post_payload` bytes it goes in one posted step, where the root
+//! does not wait for the others (coll/post.rs); with more members than CPUs, up to 8 KiB
+//! in a chain of them (`Chan::post_limit`). Beyond, with more members than CPUs, and from
+//! 8 KiB when each member has a CPU, through a ring of chunks where the root waits only
+//! when the ring is full (coll/ring.rs). When `SHMPI_DIRECT` forces it, from 32 KiB the
+//! data goes directly between the processes' buffers (coll/direct.rs). What remains
+//! (992 bytes to 8 KiB with a CPU per member, or the ring turned off) is a pipeline over
+//! chunks of one slot: in step t the root deposits chunk t in its slot; after the step
+//! every other member copies it out. Cost: one synchronisation per chunk, two copies per
+//! receiver (root -> slot -> receiver).
 use super::Chan;
 use crate::comm::Comm;
 use crate::error::MpiResult;
@@ -20,7 +21,7 @@ pub async fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
     if buf.len() <= ch.post_limit(ch.post_payload()) {
         return super::post::bcast(&ch, &buf, root).await;
     }
-    if super::ring::wanted(&ch) {
+    if super::ring::wanted(&ch, buf.len()) {
         return super::ring::bcast(&ch, &buf, root).await;
     }
     ch.settle().await;

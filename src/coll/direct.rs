@@ -366,7 +366,9 @@ fn refused(infos: &[Info]) -> MpiResult<()> {
 /// 0.70-0.84x at 2-8 MiB but 1.05x at 16 MiB, 1.16x at 32 MiB and 1.28x at 64 MiB,
 /// where the arena's streaming copies win; on a Zen 4 EPYC 0.4-1.0x at 32-512 KiB but
 /// 1.5-1.8x at 1-4 MiB (three to five alternating runs; mixed at 8 MiB): the automatic
-/// choice stops at 1 MiB. `Ok(false)`: nothing done, or only the first step, run the
+/// choice stopped at 1 MiB, and now the ring of ring.rs takes these broadcasts first
+/// (0.3-0.6x the time of this path at 32-256 KiB), so this one runs only when
+/// `SHMPI_DIRECT` forces it. `Ok(false)`: nothing done, or only the first step, run the
 /// arena path.
 pub async fn bcast(ch: &Chan<'_>, buf: &crate::p2p::UserBuf, root: usize) -> MpiResult<bool> {
     const KIB: usize = 1 << 10;

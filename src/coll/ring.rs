@@ -102,12 +102,21 @@ fn forced() -> Option<bool> {
     })
 }
 
-/// Whether MPI_Bcast of a vector longer than the posted steps carry takes the ring
-/// (not when `SHMPI_DIRECT` forces the direct path). Every member decides the same.
-pub fn wanted(ch: &Chan<'_>) -> bool {
-    forced().unwrap_or(ch.n > super::direct::cpus_online() && !super::direct::forced())
-        && ring_geometry(ch).1 >= 2
+/// Whether MPI_Bcast of `total` bytes, more than the posted steps carry, takes the ring:
+/// with more members than CPUs always, else from [`ALONE_MIN`] on; not when
+/// `SHMPI_DIRECT` forces the direct path. Every member decides the same.
+pub fn wanted(ch: &Chan<'_>, total: usize) -> bool {
+    forced().unwrap_or(
+        !super::direct::forced() && (ch.n > super::direct::cpus_online() || total >= ALONE_MIN),
+    ) && ring_geometry(ch).1 >= 2
 }
+
+/// The smallest MPI_Bcast that takes the ring when every member has a CPU. At 2 ranks on
+/// 2 CPUs, back-to-back calls from one root (three alternating runs against the pipeline
+/// of bcast.rs and the direct path of direct.rs): 0.5x the time at 8 KiB, 0.3-0.4x at
+/// 32-64 KiB, 0.6x at 256 KiB, 0.9-1.0x at 1-4 MiB, 0.65-0.85x at 16-64 MiB; at 4 KiB
+/// 1.4x. With the root changing at every call: 0.8-1.0x at 256 KiB-16 MiB.
+pub const ALONE_MIN: usize = 8 << 10;
 
 /// The ring over the channel's slots: its unit's bytes and its units.
 fn ring_geometry(ch: &Chan<'_>) -> (usize, usize) {
