@@ -172,7 +172,9 @@ int main(int argc, char **argv) {
 
 /// Disagreeing counts in a small MPI_Bcast (argv[1] "bcast": the root passes 1, or 0
 /// with a second argument; the others 2) or MPI_Reduce ("reduce"), whose senders return
-/// without waiting (coll/post.rs): a receiver sees it and stops the job.
+/// without waiting (coll/post.rs), or in an MPI_Bcast through the ring ("ring": 5000
+/// against 6000 ints, coll/ring.rs), whose root returns without waiting too: a receiver
+/// sees it and stops the job.
 const POSTED_PROG: &str = r#"
 #include <mpi.h>
 #include <stdio.h>
@@ -183,8 +185,11 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int root_count = argc > 2 ? 0 : 1;
+    static int big[6000];
     if (argc > 1 && strcmp(argv[1], "bcast") == 0)
         MPI_Bcast(v, rank == 0 ? root_count : 2, MPI_INT, 0, MPI_COMM_WORLD);
+    else if (argc > 1 && strcmp(argv[1], "ring") == 0)
+        MPI_Bcast(big, rank == 0 ? 5000 : 6000, MPI_INT, 0, MPI_COMM_WORLD);
     else
         MPI_Reduce(v, w, rank == 0 ? root_count : 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -637,11 +642,13 @@ fn disagreement_in_a_posted_collective_stops_the_job() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let exe = build("posted", POSTED_PROG);
     // (a second argument: the root passes count 0, so that it has nothing to receive)
-    for (args, name, root_count) in [
-        (&["bcast"][..], "MPI_Bcast:", 1),
-        (&["reduce"][..], "MPI_Reduce:", 1),
-        (&["bcast", "0"][..], "MPI_Bcast:", 0),
-        (&["reduce", "0"][..], "MPI_Reduce:", 0),
+    // ("ring": an MPI_Bcast of 20000 and 24000 bytes, through the ring of coll/ring.rs)
+    for (args, name, root_count, count) in [
+        (&["bcast"][..], "MPI_Bcast:", 1, 2),
+        (&["reduce"][..], "MPI_Reduce:", 1, 2),
+        (&["bcast", "0"][..], "MPI_Bcast:", 0, 2),
+        (&["reduce", "0"][..], "MPI_Reduce:", 0, 2),
+        (&["ring"][..], "MPI_Bcast:", 5000, 6000),
     ] {
         let what = args.join(" ");
         let shm_before = shm_entries();
@@ -658,10 +665,11 @@ fn disagreement_in_a_posted_collective_stops_the_job() {
             .collect();
         assert!(!fatal.is_empty(), "{what}: {stderr}");
         let root_passed = format!("count={root_count} MPI_INT");
+        let other_passed = format!("count={count} MPI_INT");
         for want in [
             name,
             root_passed.as_str(),
-            "count=2 MPI_INT",
+            other_passed.as_str(),
             "[MPI_ERR_COUNT, rank",
         ] {
             assert!(

@@ -1,5 +1,6 @@
-//! MPI_Bcast with more members than CPUs: a ring of chunks through the channel's
-//! slots, where the root never waits for the receivers except when the ring is full.
+//! MPI_Bcast beyond the posted steps (with more members than CPUs; from [`ALONE_MIN`]
+//! when each member has a CPU): a ring of chunks through the channel's slots, where the
+//! root never waits for the receivers except when the ring is full.
 //!
 //! Algorithm. A first posted step (post.rs) carries the call's descriptor: a receiver
 //! checks it against the root's, the root does not wait (as in a small broadcast). Then
@@ -10,14 +11,15 @@
 //! every chunk up to step `s`.
 //!
 //! Where each chunk goes is the same at every member ([`Placement`]): the ring is cut
-//! into units (of 4 KiB, [`ring_geometry`]), a chunk takes the next whole units after the previous
-//! chunk's (from the start again if they do not fit), and each unit remembers the step
-//! that last wrote it. The root writes a chunk once every counter reached the last step
-//! of each of its units, and, if an ordinary step (whose data may be in the slots) came
-//! after the last broadcast that waited for it, once everyone reached this broadcast's
-//! first step. When it must wait, it waits for room for half the ring, so that a root
-//! that outruns the receivers gives up its CPU once per half ring, not once per chunk.
-//! Small vectors take small chunks: 256 broadcasts of 32 KiB fit the ring.
+//! into units (of 4 KiB, [`ring_geometry`]), a chunk takes the next whole units after
+//! the previous chunk's (from the start again if they do not fit), and each unit
+//! remembers the step that last wrote it. The root writes a chunk once every counter
+//! reached the last step of each of its units, and, if an ordinary step (whose data may
+//! be in the slots) came after the last broadcast that waited for it, once everyone
+//! reached this broadcast's first step. When it must wait, it waits for room for half
+//! the ring, so that a root that outruns the receivers gives up its CPU once per half
+//! ring, not once per chunk. Small vectors take small chunks: 256 broadcasts of 32 KiB
+//! fit the ring.
 //!
 //! Why. In the pipeline of bcast.rs every chunk is an ordinary step that every member
 //! must reach before any goes on: with more members than CPUs each chunk costs every
@@ -91,8 +93,8 @@ impl Placement {
 }
 
 /// `SHMPI_BCAST_RING`: `0` never, `1` from the smallest vector the posted steps do not
-/// carry at any member count (the tests use it to run the ring with a CPU per member);
-/// unset: with more members than CPUs.
+/// carry at any member count (the tests use it to run the ring with a CPU per member on
+/// small data); unset: see [`wanted`].
 fn forced() -> Option<bool> {
     static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
     *MODE.get_or_init(|| match std::env::var("SHMPI_BCAST_RING").as_deref() {
