@@ -11,12 +11,18 @@ if [ "${1:-}" = quick ]; then
   VG="p2p_basic coll_reduce nbcoll"
   ASAN=""
 else
-  VG="p2p_basic coll_reduce coll_reduce_chain dtype_coll nbcoll comm_groups intercomm hostile posted alloc_mem"
-  ASAN="p2p_basic coll_reduce coll_reduce_chain dtype_coll nbcoll comm_groups intercomm hostile stress posted alloc_mem"
+  VG="p2p_basic coll_reduce coll_reduce_chain bcast_ring dtype_coll nbcoll comm_groups intercomm hostile posted alloc_mem"
+  ASAN="p2p_basic coll_reduce coll_reduce_chain bcast_ring dtype_coll nbcoll comm_groups intercomm hostile stress posted alloc_mem"
 fi
 pass=0; fail=0
-# The *_chain programs run the chain of large reductions on tiny slots (c_tests/LIST).
-chain_env() { case $1 in *_chain) echo "SHMPI_CHAIN=1 SHMPI_SEGMENT=256" ;; esac; }
+# The *_chain programs run the chain of large reductions on tiny slots, bcast_ring the
+# ring broadcast on small ones (c_tests/LIST).
+chain_env() {
+  case $1 in
+    *_chain) echo "SHMPI_CHAIN=1 SHMPI_SEGMENT=256" ;;
+    bcast_ring) echo "SHMPI_BCAST_RING=1 SHMPI_SEGMENT=2048" ;;
+  esac
+}
 run() { # name log command...
   name=$1; log=$2; shift 2
   t0=$(date +%s)
