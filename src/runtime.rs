@@ -348,7 +348,10 @@ pub fn finalize() -> MpiResult<()> {
     // Point-to-point traffic goes on meanwhile (a send this rank started may still be
     // needed by a receive of a rank that has not arrived).
     let n = j.world_size as u64;
-    crate::p2p::wait_until(|| entered.load(Ordering::Acquire) >= n)?;
+    crate::p2p::wait_until(|| {
+        crate::p2p::publish_quiet();
+        entered.load(Ordering::Acquire) >= n
+    })?;
     a.rank_state(j.rank)
         .store(crate::shm::STATE_FINALIZED, Ordering::Release);
     set_state(FINALIZED);

@@ -199,6 +199,26 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// Rank 0 receives (tag 7) from the last rank, which goes to MPI_Finalize without
+/// sending: under MPI_ERRORS_ARE_FATAL.
+const RECV_GONE_PROG: &str = r#"
+#include <mpi.h>
+#include <stdio.h>
+
+int main(int argc, char **argv) {
+    int rank, size, x = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank == 0) {
+        MPI_Recv(&x, 1, MPI_INT, size - 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        fprintf(stderr, "rank 0: survived a receive that can never complete\n");
+    }
+    MPI_Finalize();
+    return 0;
+}
+"#;
+
 /// The last rank makes an MPI_Barrier (argv[1] "world": on MPI_COMM_WORLD, else on a
 /// duplicate of it) that no other rank makes, under MPI_ERRORS_ARE_FATAL; the others go
 /// on to MPI_Finalize.
@@ -729,6 +749,43 @@ fn collective_waiting_for_a_finalized_rank_stops_the_job() {
         assert!(!stderr.contains("survived"), "{what}: {stderr}");
         assert!(!stderr.contains("timed out"), "{what}: {stderr}");
         assert!(secs < 3.0, "{what}: took {secs:.2}s");
+        assert_nothing_left(&[], None, &shm_before);
+    }
+}
+
+#[test]
+fn receive_from_a_finalized_rank_stops_the_job() {
+    // It used to hang: rank 0 waited in MPI_Recv, the other ranks in MPI_Finalize for it.
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = build("recv_gone", RECV_GONE_PROG);
+    for np in [2, 3] {
+        let shm_before = shm_entries();
+        let t = Instant::now();
+        let out = spawn(np, &exe, &[], &["--timeout", "30"])
+            .wait_with_output()
+            .unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "np {np}: {stderr}");
+        let fatal: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("shmpi: fatal error:"))
+            .collect();
+        assert_eq!(fatal.len(), 1, "np {np}: {stderr}");
+        let gone = format!(
+            "MPI_Recv: rank {} has called MPI_Finalize with nothing left to send while this rank waits to receive from it (tag 7)",
+            np - 1
+        );
+        for want in [gone.as_str(), "[MPI_ERR_OTHER, rank 0]"] {
+            assert!(
+                fatal[0].contains(want),
+                "np {np}: '{want}' missing from '{}'",
+                fatal[0]
+            );
+        }
+        assert!(!stderr.contains("survived"), "np {np}: {stderr}");
+        assert!(!stderr.contains("timed out"), "np {np}: {stderr}");
+        assert!(secs < 3.0, "np {np}: took {secs:.2}s");
         assert_nothing_left(&[], None, &shm_before);
     }
 }

@@ -45,6 +45,9 @@ pub struct Status {
     pub error: i32,
     pub count_bytes: u64,
     pub cancelled: bool,
+    /// A receive that failed because its source is in MPI_Finalize with nothing left to
+    /// send (`error` is MPI_ERR_OTHER).
+    pub source_gone: bool,
 }
 
 impl Status {
@@ -55,6 +58,7 @@ impl Status {
             error: MPI_SUCCESS,
             count_bytes: 0,
             cancelled: false,
+            source_gone: false,
         }
     }
     /// The status of a receive from MPI_PROC_NULL.
@@ -413,7 +417,7 @@ impl Engine {
                         MPI_SUCCESS
                     },
                     count_bytes: n as u64,
-                    cancelled: false,
+                    ..Status::empty()
                 };
                 if len > cap {
                     req.status.count_bytes = cap as u64;
@@ -739,6 +743,53 @@ impl Engine {
                 }
             }
             i += 1;
+        }
+    }
+
+    /// Whether this rank has nothing left to send: no send queued, streaming or waiting
+    /// for its clear-to-send, no cancellation under way.
+    fn nothing_to_send(&self) -> bool {
+        self.queued.iter().all(|q| q.is_empty())
+            && self.rdv_sends.is_empty()
+            && self.control.is_empty()
+            && self.cancelling.is_empty()
+    }
+
+    /// Fails the posted receives that can never match: their source (one rank, not
+    /// MPI_ANY_SOURCE) is in MPI_Finalize with nothing left to send, so everything it
+    /// sent is in the rings already, and this rank has taken it all from them (a
+    /// progress pass after it saw the source quiet) without a match.
+    fn fail_orphaned(&mut self, job: &Job) {
+        let a = &job.arena;
+        let gone = |e: &Engine, id: usize| match e.reqs[id].as_ref().map(|r| &r.kind) {
+            Some(ReqKind::Recv(r)) => r.src >= 0 && a.is_quiet(r.src as usize),
+            _ => false,
+        };
+        if !self.posted.iter().any(|&id| gone(self, id)) {
+            return;
+        }
+        self.progress(job);
+        let ids: Vec<usize> = self
+            .posted
+            .iter()
+            .copied()
+            .filter(|&id| gone(self, id))
+            .collect();
+        self.posted.retain(|id| !ids.contains(id));
+        for id in ids {
+            let req = self.req(id);
+            let ReqKind::Recv(r) = &req.kind else {
+                continue;
+            };
+            let (src, tag) = (r.src as usize, r.tag);
+            req.status = Status {
+                source: req.from_world.from_world.get(src).copied().unwrap_or(-1),
+                tag,
+                error: MPI_ERR_OTHER,
+                source_gone: true,
+                ..Status::empty()
+            };
+            req.complete = true;
         }
     }
 
@@ -1143,7 +1194,39 @@ pub fn wait(id: ReqId) -> MpiResult<Status> {
         if let Some(st) = test(id)? {
             return Ok(st);
         }
-        b.pause(|| is_complete(id));
+        b.pause(|| {
+            fail_orphaned();
+            is_complete(id)
+        });
+    }
+}
+
+/// In the slow phase of a wait (before each sleep): fails the receives whose source has
+/// finalized with nothing left to send (`Engine::fail_orphaned`).
+fn fail_orphaned() {
+    if crate::shm::wait::in_slow_wait() {
+        let _ = with_engine(|e, job| e.fail_orphaned(job));
+    }
+}
+
+/// In MPI_Finalize, while it waits for the other ranks: once this rank has nothing left
+/// to send, marks it quiet (`Arena::is_quiet`) and wakes every rank, so that a receive
+/// waiting for a message from it learns that none will come.
+pub fn publish_quiet() {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if DONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let Ok(true) = with_engine(|e, _| e.nothing_to_send()) else {
+        return;
+    };
+    if let Ok(job) = crate::runtime::job() {
+        let a = &job.arena;
+        a.set_quiet(job.rank);
+        for r in (0..a.lay.n).filter(|&r| r != job.rank) {
+            notify(a, r);
+        }
+        DONE.store(true, Ordering::Relaxed);
     }
 }
 
@@ -1161,6 +1244,7 @@ pub fn wait_until(mut cond: impl FnMut() -> bool) -> MpiResult<()> {
         let mut done = false;
         b.pause(|| {
             progress();
+            fail_orphaned();
             done = cond();
             done
         });
@@ -1302,7 +1386,7 @@ fn unexpected_status(comm: &Comm, u: &Unexpected) -> Status {
         tag: u.tag,
         error: MPI_SUCCESS,
         count_bytes: u.len as u64,
-        cancelled: false,
+        ..Status::empty()
     }
 }
 

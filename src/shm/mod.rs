@@ -219,6 +219,9 @@ pub const R_CALL_STEP: usize = 136;
 /// Whether the rank is inside an MPI call (the name stays written between calls, so a
 /// loop calling one function writes it once).
 pub const R_CALL_ACTIVE: usize = 144;
+/// Set once by a rank in MPI_Finalize that has nothing left to send: no message of it
+/// will arrive anywhere that has not arrived already (p2p `publish_quiet`).
+pub const R_QUIET: usize = 192;
 
 /// The name this process last wrote into its rank block (its address: names are
 /// static strings).
@@ -446,6 +449,18 @@ impl Arena {
             STATE_FINALIZING | STATE_FINALIZED
         )
     }
+    /// Whether the process in slot `r` is in MPI_Finalize (or past it) with nothing left
+    /// to send ([`R_QUIET`]): what it sent before is in the rings already.
+    pub fn is_quiet(&self, r: usize) -> bool {
+        self.u32_at(self.lay.rank_block(r) + R_QUIET)
+            .load(Ordering::Acquire)
+            != 0
+    }
+    /// Marks this process's slot `r` quiet ([`Arena::is_quiet`]).
+    pub fn set_quiet(&self, r: usize) {
+        self.u32_at(self.lay.rank_block(r) + R_QUIET)
+            .store(1, Ordering::Release);
+    }
     /// The count of ranks that entered MPI_Finalize, in the control line of channel
     /// `c` (an MPI_COMM_WORLD's: such a channel is never released).
     pub fn finalizing_count(&self, c: usize) -> &AtomicU64 {
@@ -465,6 +480,8 @@ impl Arena {
         self.rank_pid(r).store(0, Ordering::Relaxed);
         self.set_call(r, "");
         self.u32_at(self.lay.rank_block(r) + R_CALL_ACTIVE)
+            .store(0, Ordering::Relaxed);
+        self.u32_at(self.lay.rank_block(r) + R_QUIET)
             .store(0, Ordering::Relaxed);
         let ctl = self.lay.chan_ctl(1 + r);
         self.u64_at(ctl.counter(0)).store(0, Ordering::Relaxed);

@@ -106,7 +106,14 @@ fn not_collective(id: usize, what: &str) -> MpiResult<()> {
 
 fn status_error(st: &Status) -> MpiResult<()> {
     if st.error != MPI_SUCCESS {
-        let msg = if st.error == MPI_ERR_TRUNCATE {
+        let msg = if st.source_gone {
+            let tag = if st.tag == MPI_ANY_TAG {
+                "any tag".to_string()
+            } else {
+                format!("tag {}", st.tag)
+            };
+            format!("rank {} has called MPI_Finalize with nothing left to send while this rank waits to receive from it ({tag}): the message can never arrive", st.source)
+        } else if st.error == MPI_ERR_TRUNCATE {
             format!("message from rank {} with tag {} was longer than the receive buffer (received {} bytes, truncated)", st.source, st.tag, st.count_bytes)
         } else {
             "the operation failed".to_string()
