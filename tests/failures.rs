@@ -679,25 +679,10 @@ fn disagreement_in_a_posted_collective_stops_the_job() {
         let secs = t.elapsed().as_secs_f64();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
-        let fatal: Vec<&str> = stderr
-            .lines()
-            .filter(|l| l.starts_with("shmpi: fatal error:"))
-            .collect();
-        assert!(!fatal.is_empty(), "{what}: {stderr}");
         let root_passed = format!("count={root_count} MPI_INT");
         let other_passed = format!("count={count} MPI_INT");
-        for want in [
-            name,
-            root_passed.as_str(),
-            other_passed.as_str(),
-            "[MPI_ERR_COUNT, rank",
-        ] {
-            assert!(
-                fatal[0].contains(want),
-                "{what}: '{want}' missing from '{}'",
-                fatal[0]
-            );
-        }
+        let wants = [name, &root_passed, &other_passed, "[MPI_ERR_COUNT, rank"];
+        fatal_lines(&what, &stderr, &wants);
         assert!(!stderr.contains("survived"), "{what}: {stderr}");
         assert!(secs < 3.0, "{what}: took {secs:.2}s");
         assert_nothing_left(&[], None, &shm_before);
@@ -726,21 +711,12 @@ fn collective_waiting_for_a_finalized_rank_stops_the_job() {
         let secs = t.elapsed().as_secs_f64();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
-        let fatal: Vec<&str> = stderr
-            .lines()
-            .filter(|l| l.starts_with("shmpi: fatal error:"))
-            .collect();
-        assert_eq!(fatal.len(), 1, "{what}: {stderr}");
         let waits =
             format!("called MPI_Finalize while this rank waits for it in MPI_Barrier on {comm}");
         let me = format!("[MPI_ERR_OTHER, rank {}]", np - 1);
-        for want in ["shmpi: fatal error: MPI_Barrier: rank ", &waits, &me] {
-            assert!(
-                fatal[0].contains(want),
-                "{what}: '{want}' missing from '{}'",
-                fatal[0]
-            );
-        }
+        let wants = ["shmpi: fatal error: MPI_Barrier: rank ", &waits, &me];
+        let fatal = fatal_lines(&what, &stderr, &wants);
+        assert_eq!(fatal.len(), 1, "{what}: {stderr}");
         let stopped = format!(
             "mpiexec: rank {} stopped the job after a fatal MPI error",
             np - 1
@@ -767,27 +743,36 @@ fn receive_from_a_finalized_rank_stops_the_job() {
         let secs = t.elapsed().as_secs_f64();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(out.status.code(), Some(1), "np {np}: {stderr}");
-        let fatal: Vec<&str> = stderr
-            .lines()
-            .filter(|l| l.starts_with("shmpi: fatal error:"))
-            .collect();
-        assert_eq!(fatal.len(), 1, "np {np}: {stderr}");
         let gone = format!(
             "MPI_Recv: rank {} has called MPI_Finalize with nothing left to send while this rank waits to receive from it (tag 7)",
             np - 1
         );
-        for want in [gone.as_str(), "[MPI_ERR_OTHER, rank 0]"] {
-            assert!(
-                fatal[0].contains(want),
-                "np {np}: '{want}' missing from '{}'",
-                fatal[0]
-            );
-        }
+        let what = format!("np {np}");
+        let fatal = fatal_lines(&what, &stderr, &[&gone, "[MPI_ERR_OTHER, rank 0]"]);
+        assert_eq!(fatal.len(), 1, "{what}: {stderr}");
         assert!(!stderr.contains("survived"), "np {np}: {stderr}");
         assert!(!stderr.contains("timed out"), "np {np}: {stderr}");
         assert!(secs < 3.0, "np {np}: took {secs:.2}s");
         assert_nothing_left(&[], None, &shm_before);
     }
+}
+
+/// The fatal-error lines of a job's `stderr`, after checking that there is one and that
+/// the first holds every string of `wants` (`what` names the case in a failure).
+fn fatal_lines<'s>(what: &str, stderr: &'s str, wants: &[&str]) -> Vec<&'s str> {
+    let fatal: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("shmpi: fatal error:"))
+        .collect();
+    assert!(!fatal.is_empty(), "{what}: {stderr}");
+    for want in wants {
+        assert!(
+            fatal[0].contains(want),
+            "{what}: '{want}' missing from '{}'",
+            fatal[0]
+        );
+    }
+    fatal
 }
 
 fn early_late(how: &str, np: Option<usize>) -> (Option<i32>, String, String) {
