@@ -173,7 +173,7 @@ pub async fn dup_in_turn(parent: &Arc<Comm>, t: u64) -> MpiResult<Arc<Comm>> {
         .expect("colour 0");
     // The topology comes along (MPI-3.1 7.4); every other constructor starts without.
     *c.topo.write().unwrap() = parent.topo.read().unwrap().clone();
-    copy_attrs_or_free(parent, &c)?;
+    copy_attrs_agreed(parent, &c).await?;
     // A duplicate keeps the parent's hints.
     c.check_args.store(
         parent.check_args.load(std::sync::atomic::Ordering::Relaxed),
@@ -182,12 +182,32 @@ pub async fn dup_in_turn(parent: &Arc<Comm>, t: u64) -> MpiResult<Arc<Comm>> {
     Ok(c)
 }
 
-/// Copies the attributes into a new duplicate; if a copy callback fails, the duplicate
-/// is freed again (the delete callbacks undo the copies made) and the error returned.
-pub fn copy_attrs_or_free(parent: &Arc<Comm>, c: &Arc<Comm>) -> MpiResult<()> {
-    attr::copy_all(parent, c).inspect_err(|_| {
-        let _ = free(c.handle);
-    })
+/// Copies the attributes into a new duplicate `c`, then agrees with the other members of
+/// `c` on the outcome (one step on its channel): if a copy callback failed on any
+/// member, every member frees the duplicate again (the delete callbacks undo the copies
+/// made) and returns an error (the failing member its callback's), so that no member
+/// keeps a communicator the others do not have.
+pub async fn copy_attrs_agreed(parent: &Arc<Comm>, c: &Arc<Comm>) -> MpiResult<()> {
+    let mine = attr::copy_all(parent, c);
+    let failed = if c.chan_members.len() > 1 {
+        let ch = Chan::open(c).await?;
+        ch.put_args(&[mine.is_err() as u64]);
+        ch.step().await?;
+        (0..ch.n).find(|&i| ch.peer_args(i, 0) != 0)
+    } else {
+        mine.is_err().then_some(0)
+    };
+    let Some(i) = failed else {
+        return mine;
+    };
+    let _ = free(c.handle);
+    mine.and(Err(err(
+        MPI_ERR_OTHER,
+        format!(
+            "an attribute copy callback failed in world rank {} (its own error says how); the duplicate is freed on every process",
+            c.chan_members[i]
+        ),
+    )))
 }
 
 /// MPI_Comm_create: `group` must be a subset of the parent's group; since MPI-2.2

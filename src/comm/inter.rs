@@ -264,7 +264,7 @@ pub async fn dup_in_turn(inter: &Arc<Comm>, t: u64) -> MpiResult<Arc<Comm>> {
     let c = split_in_turn(inter, t, 0, inter.rank as i32)
         .await?
         .expect("every process has colour 0");
-    super::create::copy_attrs_or_free(inter, &c)?;
+    super::create::copy_attrs_agreed(inter, &c).await?;
     Ok(c)
 }
 
