@@ -53,11 +53,7 @@ const RING_BYTES: usize = 8 << 20;
 /// [`wanted`]).
 fn forced() -> Option<bool> {
     static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| match std::env::var("SHMPI_CHAIN").as_deref() {
-        Ok("0") | Ok("off") => Some(false),
-        Ok("1") | Ok("on") => Some(true),
-        _ => None,
-    })
+    *MODE.get_or_init(|| super::env_switch("SHMPI_CHAIN"))
 }
 
 /// The geometry of the chain over a channel: entry bytes (whole elements) and ring

@@ -97,11 +97,7 @@ impl Placement {
 /// small data); unset: see [`wanted`].
 fn forced() -> Option<bool> {
     static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| match std::env::var("SHMPI_BCAST_RING").as_deref() {
-        Ok("0") | Ok("off") => Some(false),
-        Ok("1") | Ok("on") => Some(true),
-        _ => None,
-    })
+    *MODE.get_or_init(|| super::env_switch("SHMPI_BCAST_RING"))
 }
 
 /// Whether MPI_Bcast of `total` bytes, more than the posted steps carry, takes the ring:

@@ -196,12 +196,6 @@ impl<'a> Backoff<'a> {
         }
     }
 
-    /// Whether this wait has reached its slow phase: it sleeps between looks.
-    #[inline]
-    pub fn is_slow(&self) -> bool {
-        self.slow_before.is_some()
-    }
-
     /// Waits a little. `recheck` is the awaited condition, evaluated again after the
     /// rank has announced that it will sleep (so a publisher cannot be missed).
     pub fn pause(&mut self, recheck: impl FnMut() -> bool) {

@@ -53,25 +53,24 @@ fn no_alias(
     recvbuf: *const c_void,
     recv: &Side,
 ) -> MpiResult<()> {
-    let blocks = |buf, side: &Side| -> Vec<(isize, isize, bool)> {
-        side.0
-            .iter()
-            .filter_map(|(n, d, t)| region(buf, *d, *n, t).map(|(lo, hi)| (lo, hi, t.contiguous)))
-            .collect()
+    fn blocks(buf: *const c_void, side: &Side) -> impl Iterator<Item = (isize, isize, bool)> + '_ {
+        side.0.iter().filter_map(move |(n, d, t)| {
+            region(buf, *d, *n, t).map(|(lo, hi)| (lo, hi, t.contiguous))
+        })
+    }
+    // (the common case first, without a list: the two hulls are apart, or one is empty)
+    let hull = |it: &mut dyn Iterator<Item = (isize, isize, bool)>| {
+        it.fold((isize::MAX, isize::MIN), |(a, b), (lo, hi, _)| {
+            (a.min(lo), b.max(hi))
+        })
     };
-    let (s, r) = (blocks(sendbuf, send), blocks(recvbuf, recv));
-    // (the common case first: the two hulls are apart)
-    let hull = |v: &[(isize, isize, bool)]| {
-        v.iter()
-            .fold((isize::MAX, isize::MIN), |(a, b), &(lo, hi, _)| {
-                (a.min(lo), b.max(hi))
-            })
-    };
-    let ((s0, s1), (r0, r1)) = (hull(&s), hull(&r));
-    if s.is_empty() || r.is_empty() || s1 <= r0 || r1 <= s0 {
+    let (s0, s1) = hull(&mut blocks(sendbuf, send));
+    let (r0, r1) = hull(&mut blocks(recvbuf, recv));
+    if s1 <= r0 || r1 <= s0 {
         return Ok(());
     }
-    for &(a0, a1, ac) in &s {
+    let r: Vec<_> = blocks(recvbuf, recv).collect();
+    for (a0, a1, ac) in blocks(sendbuf, send) {
         for &(b0, b1, bc) in &r {
             if a0 == b0 || (ac && bc && a0 < b1 && b0 < a1) {
                 return Err(err(
