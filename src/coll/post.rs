@@ -23,7 +23,7 @@ use super::reduce::{fold, members, with_sources, Part, Reduction};
 use super::{bump, AllArrived, Chan, Check};
 use crate::error::MpiResult;
 use crate::p2p::UserBuf;
-use crate::shm::proto::POST_HDR;
+use crate::shm::proto::{POST_HDR, POST_STEP};
 use std::sync::atomic::Ordering;
 use std::task::Poll;
 
@@ -120,15 +120,18 @@ impl Chan<'_> {
     }
 
     /// One posted step: `fill` writes this member's payload, then it arrives and waits
-    /// as `wait` says. Returns the step's number (for `payload`).
+    /// as `wait` says; it will then read `read` bytes of the payload of each member it
+    /// waits for. Returns the step's number (for `payload`).
     pub(super) async fn post_step(
         &self,
         fill: impl FnOnce(&mut [u8]),
         wait: Wait,
+        read: usize,
     ) -> MpiResult<u64> {
         let pending = self.comm.take_desc();
         let s = self.comm.step.load(Ordering::Relaxed) + 1;
         self.room(s).await;
+        self.prefetch_posts(s, wait, read);
         let desc = pending
             .as_ref()
             .map(|d| super::agree::pack(d.desc.encode()));
@@ -151,6 +154,7 @@ impl Chan<'_> {
         &self,
         fill: impl FnOnce(&mut [u8]),
         wait: Wait,
+        read: usize,
         desc: impl FnOnce() -> super::agree::Desc,
     ) -> Option<MpiResult<u64>> {
         let comm = self.comm;
@@ -162,6 +166,7 @@ impl Chan<'_> {
             return None;
         }
         let _turn = super::Turn::take(comm);
+        self.prefetch_posts(s, wait, read);
         let desc = comm
             .checks_args()
             .then(|| super::agree::pack(desc().encode()));
@@ -170,6 +175,35 @@ impl Chan<'_> {
             return Some(Ok(s));
         }
         Some(self.post_wait_now(s, desc, wait).map(|()| s))
+    }
+
+    /// Starts loading the two cache lines after the one of the header's tag in step `s`'s
+    /// entries of the members `wait` names, as far as this member will read (`read`
+    /// bytes of payload), before it fills its own entry and waits: a sender that ran
+    /// ahead wrote them already, and they then arrive together with the tag's line
+    /// instead of after it (`Arena::prefetch`); the hardware's prefetcher follows a
+    /// longer payload. Back-to-back MPI_Reduce of 64 bytes at 2 ranks (the payload ends
+    /// in the entry's second line) took 0.097 µs against 0.110 without. The tag's own
+    /// line is left alone: fetched before the sender writes it, it would only be taken
+    /// away again (8 bytes took 0.095 µs against 0.089 so).
+    fn prefetch_posts(&self, s: u64, wait: Wait, read: usize) {
+        let len = read.min(self.post_payload());
+        if len == 0 {
+            return;
+        }
+        let a = &self.job.arena;
+        let beyond_tag = |i: usize| {
+            let tag_line_end = (self.ctl().post(i, s) + POST_STEP) / 64 * 64 + 64;
+            let end = self.payload(i, s) + len;
+            if end > tag_line_end {
+                a.prefetch(tag_line_end, (end - tag_line_end).min(128));
+            }
+        };
+        match wait {
+            Wait::Nobody => {}
+            Wait::One(r) => beyond_tag(r),
+            Wait::All => (0..self.n).filter(|&i| i != self.me).for_each(beyond_tag),
+        }
     }
 
     /// The first half of posted step `s` (its post entry free): `fill` writes this
@@ -261,7 +295,7 @@ pub async fn bcast(ch: &Chan<'_>, buf: &UserBuf, root: usize) -> MpiResult<()> {
     for lo in (0..buf.len().max(1)).step_by(m) {
         let piece = buf.sub(lo, m.min(buf.len() - lo));
         let (fill, wait) = bcast_roles(ch, &piece, root);
-        let s = ch.post_step(fill, wait).await?;
+        let s = ch.post_step(fill, wait, piece.len()).await?;
         bcast_out(ch, &piece, root, s);
     }
     Ok(())
@@ -285,7 +319,7 @@ pub fn bcast_now(
     }
     let (fill, wait) = bcast_roles(&ch, buf, root);
     Some(
-        ch.post_step_now(fill, wait, desc)?
+        ch.post_step_now(fill, wait, buf.len(), desc)?
             .map(|s| bcast_out(&ch, buf, root, s)),
     )
 }
@@ -339,7 +373,7 @@ pub async fn reduce(
     for lo in (0..total.max(1)).step_by(piece) {
         let len = piece.min(total - lo);
         let fill = |dst: &mut [u8]| part.input(lo, &mut dst[..len]);
-        let s = ch.post_step(fill, reduce_wait(total, part)).await?;
+        let s = ch.post_step(fill, reduce_wait(total, part), len).await?;
         reduce_out(ch, lo, len, red, part, s)?;
     }
     Ok(())
@@ -370,7 +404,7 @@ pub fn reduce_now(
         return None;
     }
     let fill = |dst: &mut [u8]| part.input(0, &mut dst[..total]);
-    let s = ch.post_step_now(fill, reduce_wait(total, part), desc)?;
+    let s = ch.post_step_now(fill, reduce_wait(total, part), total, desc)?;
     Some(s.and_then(|s| reduce_out(&ch, 0, total, red, part, s)))
 }
 

@@ -133,7 +133,7 @@ pub async fn bcast(ch: &Chan<'_>, buf: &UserBuf, root: usize) -> MpiResult<()> {
     } else {
         Wait::One(root)
     };
-    let s0 = ch.post_step(|_| {}, wait).await?;
+    let s0 = ch.post_step(|_| {}, wait, 0).await?;
     let comm = ch.comm;
     // Ordinary steps since the last broadcast that waited for them: the slots are free
     // of their data once everyone reached `s0`.

@@ -365,6 +365,28 @@ impl Arena {
         unsafe { self.base.as_ptr().add(off) }
     }
 
+    /// Asks the CPU to start loading the cache lines of `len` bytes at `off` (a hint:
+    /// nothing is read, nothing can fault). A reader about to wait for a flag and then
+    /// read data the writer put beside it prefetches the data first, so that the data's
+    /// lines come over with the flag's instead of one after the other: a posted step's
+    /// payload beyond its header's line took a second cross-CPU miss after the flag.
+    pub fn prefetch(&self, off: usize, len: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let start = off & !63;
+            let p = self.ptr(start, off + len - start);
+            for line in (0..off + len - start).step_by(64) {
+                // SAFETY: in bounds (checked by `ptr`); a prefetch only hints the cache.
+                unsafe {
+                    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                    _mm_prefetch::<_MM_HINT_T0>(p.add(line) as *const i8);
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (off, len);
+    }
+
     /// Copies `src` into the arena at `off`.
     pub fn write(&self, off: usize, src: &[u8]) {
         let p = self.ptr(off, src.len());
