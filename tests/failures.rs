@@ -204,14 +204,16 @@ int main(int argc, char **argv) {
 const RECV_GONE_PROG: &str = r#"
 #include <mpi.h>
 #include <stdio.h>
+#include <string.h>
 
 int main(int argc, char **argv) {
     int rank, size, x = 0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int any = argc > 1 && strcmp(argv[1], "any") == 0;
     if (rank == 0) {
-        MPI_Recv(&x, 1, MPI_INT, size - 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(&x, 1, MPI_INT, any ? MPI_ANY_SOURCE : size - 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         fprintf(stderr, "rank 0: survived a receive that can never complete\n");
     }
     MPI_Finalize();
@@ -734,25 +736,30 @@ fn receive_from_a_finalized_rank_stops_the_job() {
     // It used to hang: rank 0 waited in MPI_Recv, the other ranks in MPI_Finalize for it.
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let exe = build("recv_gone", RECV_GONE_PROG);
-    for np in [2, 3] {
+    for (np, any) in [(2, false), (3, false), (1, true), (3, true)] {
         let shm_before = shm_entries();
         let t = Instant::now();
-        let out = spawn(np, &exe, &[], &["--timeout", "30"])
+        let args: &[&str] = if any { &["any"] } else { &[] };
+        let out = spawn(np, &exe, args, &["--timeout", "30"])
             .wait_with_output()
             .unwrap();
         let secs = t.elapsed().as_secs_f64();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(out.status.code(), Some(1), "np {np}: {stderr}");
-        let gone = format!(
-            "MPI_Recv: rank {} has called MPI_Finalize with nothing left to send while this rank waits to receive from it (tag 7)",
-            np - 1
-        );
-        let what = format!("np {np}");
+        let gone = if any {
+            "MPI_Recv: every other rank that could send to this receive from MPI_ANY_SOURCE (tag 7) has called MPI_Finalize with nothing left to send".to_string()
+        } else {
+            format!(
+                "MPI_Recv: rank {} has called MPI_Finalize with nothing left to send while this rank waits to receive from it (tag 7)",
+                np - 1
+            )
+        };
+        let what = format!("np {np}, any source {any}");
         let fatal = fatal_lines(&what, &stderr, &[&gone, "[MPI_ERR_OTHER, rank 0]"]);
         assert_eq!(fatal.len(), 1, "{what}: {stderr}");
-        assert!(!stderr.contains("survived"), "np {np}: {stderr}");
-        assert!(!stderr.contains("timed out"), "np {np}: {stderr}");
-        assert!(secs < 3.0, "np {np}: took {secs:.2}s");
+        assert!(!stderr.contains("survived"), "{what}: {stderr}");
+        assert!(!stderr.contains("timed out"), "{what}: {stderr}");
+        assert!(secs < 3.0, "{what}: took {secs:.2}s");
         assert_nothing_left(&[], None, &shm_before);
     }
 }

@@ -45,9 +45,23 @@ pub struct Status {
     pub error: i32,
     pub count_bytes: u64,
     pub cancelled: bool,
-    /// A receive that failed because its source is in MPI_Finalize with nothing left to
-    /// send (`error` is MPI_ERR_OTHER).
-    pub source_gone: bool,
+    /// Why a receive failed because no message can ever match it (`error` is then
+    /// MPI_ERR_OTHER).
+    pub orphan: Orphan,
+}
+
+/// Why no message can ever match a receive ([`Status::orphan`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Orphan {
+    #[default]
+    No,
+    /// Its source is in MPI_Finalize with nothing left to send.
+    SourceGone,
+    /// It receives from MPI_ANY_SOURCE, and every rank that could send it is in
+    /// MPI_Finalize with nothing left to send (this rank aside, which waits for it).
+    AllGone,
+    /// It receives from this rank itself, which waits for it.
+    FromItself,
 }
 
 impl Status {
@@ -58,7 +72,7 @@ impl Status {
             error: MPI_SUCCESS,
             count_bytes: 0,
             cancelled: false,
-            source_gone: false,
+            orphan: Orphan::No,
         }
     }
     /// The status of a receive from MPI_PROC_NULL.
@@ -755,38 +769,76 @@ impl Engine {
             && self.cancelling.is_empty()
     }
 
-    /// Fails the posted receives that can never match: their source (one rank, not
-    /// MPI_ANY_SOURCE) is in MPI_Finalize with nothing left to send, so everything it
-    /// sent is in the rings already, and this rank has taken it all from them (a
-    /// progress pass after it saw the source quiet) without a match.
-    fn fail_orphaned(&mut self, job: &Job) {
+    /// Fails the posted receives that can never match: their source is in MPI_Finalize
+    /// with nothing left to send, so everything it sent is in the rings already, and
+    /// this rank has taken it all from them (a progress pass after it saw the source
+    /// quiet) without a match; and `waited` if every rank it may come from is so, or is
+    /// this one.
+    fn fail_orphaned(&mut self, job: &Job, waited: Option<ReqId>) {
         let a = &job.arena;
-        let gone = |e: &Engine, id: usize| match e.reqs[id].as_ref().map(|r| &r.kind) {
-            Some(ReqKind::Recv(r)) => r.src >= 0 && a.is_quiet(r.src as usize),
-            _ => false,
+        let me = job.rank;
+        // Why request `id` can never be matched, if it cannot. A receive from a specific
+        // rank cannot once that rank is quiet. The one this wait cannot return without
+        // (`waited`) cannot either if everyone it may come from is quiet or is this
+        // rank: this rank sends nothing while it waits here (no other thread may call
+        // MPI meanwhile: the thread level is at most MPI_THREAD_SERIALIZED), and it
+        // matched nothing of its own in the progress before.
+        let orphan = |e: &Engine, id: usize| {
+            let Some(Req {
+                kind: ReqKind::Recv(r),
+                from_world,
+                ..
+            }) = e.reqs[id].as_ref()
+            else {
+                return Orphan::No;
+            };
+            let blocking = waited == Some(id);
+            // (what this rank sent itself is all in its ring, and so taken by progress)
+            let self_done = || e.queued.get(me).is_none_or(|q| q.is_empty());
+            if r.src >= 0 {
+                let src = r.src as usize;
+                if a.is_quiet(src) {
+                    Orphan::SourceGone
+                } else if src == me && blocking && self_done() {
+                    Orphan::FromItself
+                } else {
+                    Orphan::No
+                }
+            } else if blocking
+                && self_done()
+                && (from_world.from_world.iter().enumerate())
+                    .all(|(w, &c)| c < 0 || w == me || a.is_quiet(w))
+            {
+                Orphan::AllGone
+            } else {
+                Orphan::No
+            }
         };
-        if !self.posted.iter().any(|&id| gone(self, id)) {
+        if !self.posted.iter().any(|&id| orphan(self, id) != Orphan::No) {
             return;
         }
         self.progress(job);
-        let ids: Vec<usize> = self
+        let found: Vec<(usize, Orphan)> = self
             .posted
             .iter()
-            .copied()
-            .filter(|&id| gone(self, id))
+            .map(|&id| (id, orphan(self, id)))
+            .filter(|&(_, o)| o != Orphan::No)
             .collect();
-        self.posted.retain(|id| !ids.contains(id));
-        for id in ids {
+        self.posted.retain(|id| !found.iter().any(|(f, _)| f == id));
+        for (id, why) in found {
             let req = self.req(id);
             let ReqKind::Recv(r) = &req.kind else {
                 continue;
             };
-            let (src, tag) = (r.src as usize, r.tag);
+            let source = match usize::try_from(r.src) {
+                Ok(src) => req.from_world.from_world.get(src).copied().unwrap_or(-1),
+                Err(_) => MPI_ANY_SOURCE,
+            };
             req.status = Status {
-                source: req.from_world.from_world.get(src).copied().unwrap_or(-1),
-                tag,
+                source,
+                tag: r.tag,
                 error: MPI_ERR_OTHER,
-                source_gone: true,
+                orphan: why,
                 ..Status::empty()
             };
             req.complete = true;
@@ -1195,17 +1247,18 @@ pub fn wait(id: ReqId) -> MpiResult<Status> {
             return Ok(st);
         }
         b.pause(|| {
-            fail_orphaned();
+            fail_orphaned(Some(id));
             is_complete(id)
         });
     }
 }
 
 /// In the slow phase of a wait (before each sleep): fails the receives whose source has
-/// finalized with nothing left to send (`Engine::fail_orphaned`).
-fn fail_orphaned() {
+/// finalized with nothing left to send, and the receive `waited` (the request the wait
+/// cannot return without) if no rank that could send it can (`Engine::fail_orphaned`).
+fn fail_orphaned(waited: Option<ReqId>) {
     if crate::shm::wait::in_slow_wait() {
-        let _ = with_engine(|e, job| e.fail_orphaned(job));
+        let _ = with_engine(|e, job| e.fail_orphaned(job, waited));
     }
 }
 
@@ -1244,7 +1297,7 @@ pub fn wait_until(mut cond: impl FnMut() -> bool) -> MpiResult<()> {
         let mut done = false;
         b.pause(|| {
             progress();
-            fail_orphaned();
+            fail_orphaned(None);
             done = cond();
             done
         });
@@ -1378,6 +1431,36 @@ pub fn iprobe(comm: &std::sync::Arc<Comm>, source: i32, tag: i32) -> MpiResult<O
         e.find_unexpected(comm, source, tag)
             .map(|p| unexpected_status(comm, &e.unexpected[p]))
     })
+}
+
+/// Why a blocking probe of `source` (a rank of `comm`'s peer group, or MPI_ANY_SOURCE)
+/// can never match, looked at in the slow phase of its wait only: as for the receive a
+/// wait cannot return without (`Engine::fail_orphaned`). The caller probes once more
+/// after a verdict other than `Orphan::No`: a rank marks itself quiet only once all it
+/// sent is in the rings.
+pub fn probe_orphan(comm: &Comm, source: i32) -> Orphan {
+    if !crate::shm::wait::in_slow_wait() {
+        return Orphan::No;
+    }
+    with_engine(|e, job| {
+        let (a, me) = (&job.arena, job.rank);
+        let self_done = e.queued.get(me).is_none_or(|q| q.is_empty());
+        let peers: &[usize] = comm.remote.as_deref().unwrap_or(&comm.group);
+        if source == MPI_ANY_SOURCE {
+            if self_done && peers.iter().all(|&w| w == me || a.is_quiet(w)) {
+                return Orphan::AllGone;
+            }
+        } else if let Some(&w) = usize::try_from(source).ok().and_then(|s| peers.get(s)) {
+            if a.is_quiet(w) {
+                return Orphan::SourceGone;
+            }
+            if w == me && self_done {
+                return Orphan::FromItself;
+            }
+        }
+        Orphan::No
+    })
+    .unwrap_or(Orphan::No)
 }
 
 fn unexpected_status(comm: &Comm, u: &Unexpected) -> Status {

@@ -3,7 +3,7 @@ use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::ffi::check;
 use crate::mpi_entry;
-use crate::p2p::{self, Mode, SendData, Status};
+use crate::p2p::{self, Mode, Orphan, SendData, Status};
 use std::os::raw::{c_int, c_void};
 
 pub const STATUS_IGNORE: usize = 1;
@@ -105,23 +105,24 @@ fn not_collective(id: usize, what: &str) -> MpiResult<()> {
 }
 
 fn status_error(st: &Status) -> MpiResult<()> {
-    if st.error != MPI_SUCCESS {
-        let msg = if st.source_gone {
-            let tag = if st.tag == MPI_ANY_TAG {
-                "any tag".to_string()
-            } else {
-                format!("tag {}", st.tag)
-            };
-            format!("rank {} has called MPI_Finalize with nothing left to send while this rank waits to receive from it ({tag}): the message can never arrive", st.source)
-        } else if st.error == MPI_ERR_TRUNCATE {
-            format!("message from rank {} with tag {} was longer than the receive buffer (received {} bytes, truncated)", st.source, st.tag, st.count_bytes)
-        } else {
-            "the operation failed".to_string()
-        };
-        Err(err(st.error, msg))
-    } else {
-        Ok(())
+    if st.error == MPI_SUCCESS {
+        return Ok(());
     }
+    let tag = || {
+        if st.tag == MPI_ANY_TAG {
+            "any tag".to_string()
+        } else {
+            format!("tag {}", st.tag)
+        }
+    };
+    let msg = match st.orphan {
+        Orphan::SourceGone => format!("rank {} has called MPI_Finalize with nothing left to send while this rank waits to receive from it ({}): the message can never arrive", st.source, tag()),
+        Orphan::AllGone => format!("every other rank that could send to this receive from MPI_ANY_SOURCE ({}) has called MPI_Finalize with nothing left to send: no message can arrive", tag()),
+        Orphan::FromItself => format!("this rank (rank {}) waits to receive from itself ({}) but has sent itself no matching message, and cannot send one while it waits: the message can never arrive", st.source, tag()),
+        Orphan::No if st.error == MPI_ERR_TRUNCATE => format!("message from rank {} with tag {} was longer than the receive buffer (received {} bytes, truncated)", st.source, st.tag, st.count_bytes),
+        Orphan::No => "the operation failed".to_string(),
+    };
+    Err(err(st.error, msg))
 }
 
 struct SendArgs {
@@ -772,9 +773,38 @@ fn wait_for<T>(mut poll: impl FnMut() -> MpiResult<Option<T>>) -> MpiResult<T> {
     out.expect("wait_until returns once the condition held")
 }
 
+/// [`wait_for`] of a blocking probe of (`source`, `tag`) on `c`: fails with
+/// MPI_ERR_OTHER once no message can ever match it (`p2p::probe_orphan`).
+fn probe_wait<T>(
+    c: &crate::comm::Comm,
+    source: c_int,
+    tag: c_int,
+    mut poll: impl FnMut() -> MpiResult<Option<T>>,
+) -> MpiResult<T> {
+    wait_for(|| match poll()? {
+        Some(v) => Ok(Some(v)),
+        None => match p2p::probe_orphan(c, source) {
+            Orphan::No => Ok(None),
+            why => match poll()? {
+                Some(v) => Ok(Some(v)),
+                None => {
+                    let st = Status {
+                        source,
+                        tag,
+                        error: MPI_ERR_OTHER,
+                        orphan: why,
+                        ..Status::empty()
+                    };
+                    status_error(&st).map(|()| None)
+                }
+            },
+        },
+    })
+}
+
 mpi_entry!(MPI_Probe, PMPI_Probe, (source: c_int, tag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
     let c = probe_args(source, tag, comm)?;
-    let st = wait_for(|| p2p::iprobe(&c, source, tag))?;
+    let st = probe_wait(&c, source, tag, || p2p::iprobe(&c, source, tag))?;
     put_status(status, &st);
     Ok(())
 });
@@ -858,7 +888,10 @@ mpi_entry!(MPI_Mprobe, PMPI_Mprobe, (source: c_int, tag: c_int, comm: i32, messa
     }
     let (st, m) = match improbe(source, tag, comm)? {
         Some(f) => f,
-        None => wait_for(|| improbe(source, tag, comm))?,
+        None => {
+            let c = check::comm(comm)?;
+            probe_wait(&c, source, tag, || improbe(source, tag, comm))?
+        }
     };
     check::out(message, m, "message")?;
     put_status(status, &st);
