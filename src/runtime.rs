@@ -148,9 +148,9 @@ pub fn check_job_alive() {
     }
 }
 
-/// Hands an error to the error handler of `comm` (or of MPI_COMM_WORLD) and returns the
-/// error code the entry point returns.
-pub fn handle_error(func: &str, comm: i32, e: MpiError) -> i32 {
+/// The error code that names error `e` of `func` with its full message (which it also
+/// returns): "MPI_Recv: ... [MPI_ERR_OTHER, rank 0]".
+pub fn error_code(func: &str, e: &MpiError) -> (i32, String) {
     let rank = rank_for_messages();
     let who = if rank >= 0 {
         format!("rank {rank}")
@@ -162,7 +162,13 @@ pub fn handle_error(func: &str, comm: i32, e: MpiError) -> i32 {
         e.msg,
         crate::error::class_name(e.class)
     );
-    let code = crate::error::record(e.class, full.clone());
+    (crate::error::record(e.class, full.clone()), full)
+}
+
+/// Hands an error to the error handler of `comm` (or of MPI_COMM_WORLD) and returns the
+/// error code the entry point returns.
+pub fn handle_error(func: &str, comm: i32, e: MpiError) -> i32 {
+    let (code, full) = error_code(func, &e);
     let eh = if state() == INITIALIZED {
         crate::comm::errhandler_for_error(comm)
     } else {
@@ -346,9 +352,12 @@ pub fn finalize() -> MpiResult<()> {
         }
     }
     // Point-to-point traffic goes on meanwhile (a send this rank started may still be
-    // needed by a receive of a rank that has not arrived).
+    // needed by a receive of a rank that has not arrived); a message of rendezvous size
+    // sent to this rank and not received is refused, so that its send fails instead of
+    // waiting forever.
     let n = j.world_size as u64;
     crate::p2p::wait_until(|| {
+        crate::p2p::refuse_unmatched();
         crate::p2p::publish_quiet();
         entered.load(Ordering::Acquire) >= n
     })?;

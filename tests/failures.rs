@@ -212,7 +212,13 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int any = argc > 1 && strcmp(argv[1], "any") == 0;
-    if (rank == 0) {
+    if (argc > 1 && strcmp(argv[1], "send") == 0) {
+        static int big[1 << 18];
+        if (rank == 0) {
+            MPI_Send(big, 1 << 18, MPI_INT, size - 1, 7, MPI_COMM_WORLD);
+            fprintf(stderr, "rank 0: survived a send that can never complete\n");
+        }
+    } else if (rank == 0) {
         MPI_Recv(&x, 1, MPI_INT, any ? MPI_ANY_SOURCE : size - 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         fprintf(stderr, "rank 0: survived a receive that can never complete\n");
     }
@@ -246,11 +252,13 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// Compiles `src` once per test binary run into a scratch directory; returns the path.
+/// Compiles `src` once per test binary run into a scratch directory under the build's
+/// own directory for tests (one per run, replacing the last; nothing piles up in /tmp);
+/// returns the path.
 fn build(name: &str, src: &str) -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     let dir = DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("shmpi-failures-{}", std::process::id()));
+        let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("failures");
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
@@ -733,28 +741,39 @@ fn collective_waiting_for_a_finalized_rank_stops_the_job() {
 
 #[test]
 fn receive_from_a_finalized_rank_stops_the_job() {
-    // It used to hang: rank 0 waited in MPI_Recv, the other ranks in MPI_Finalize for it.
+    // It used to hang: rank 0 waited in MPI_Recv (or MPI_Send), the other ranks in
+    // MPI_Finalize for it.
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let exe = build("recv_gone", RECV_GONE_PROG);
-    for (np, any) in [(2, false), (3, false), (1, true), (3, true)] {
+    for (np, mode) in [
+        (2, ""),
+        (3, ""),
+        (1, "any"),
+        (3, "any"),
+        (2, "send"),
+        (3, "send"),
+    ] {
         let shm_before = shm_entries();
         let t = Instant::now();
-        let args: &[&str] = if any { &["any"] } else { &[] };
+        let args: &[&str] = if mode.is_empty() { &[] } else { &[mode] };
         let out = spawn(np, &exe, args, &["--timeout", "30"])
             .wait_with_output()
             .unwrap();
         let secs = t.elapsed().as_secs_f64();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(out.status.code(), Some(1), "np {np}: {stderr}");
-        let gone = if any {
-            "MPI_Recv: every other rank that could send to this receive from MPI_ANY_SOURCE (tag 7) has called MPI_Finalize with nothing left to send".to_string()
-        } else {
-            format!(
+        let gone = match mode {
+            "any" => "MPI_Recv: every other rank that could send to this receive from MPI_ANY_SOURCE (tag 7) has called MPI_Finalize with nothing left to send".to_string(),
+            "send" => format!(
+                "MPI_Send: rank {} called MPI_Finalize without receiving this message (tag 7, 1048576 bytes)",
+                np - 1
+            ),
+            _ => format!(
                 "MPI_Recv: rank {} has called MPI_Finalize with nothing left to send while this rank waits to receive from it (tag 7)",
                 np - 1
-            )
+            ),
         };
-        let what = format!("np {np}, any source {any}");
+        let what = format!("np {np}, {mode:?}");
         let fatal = fatal_lines(&what, &stderr, &[&gone, "[MPI_ERR_OTHER, rank 0]"]);
         assert_eq!(fatal.len(), 1, "{what}: {stderr}");
         assert!(!stderr.contains("survived"), "{what}: {stderr}");

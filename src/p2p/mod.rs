@@ -36,6 +36,9 @@ const F_RTS: u32 = 2;
 const F_CANCEL: u32 = 4;
 /// Receiver to sender: the answer for message `id`, `tag` 1 if it was withdrawn.
 const F_CANCEL_REPLY: u32 = 5;
+/// Receiver in MPI_Finalize to sender: rendezvous message `id` was never received and
+/// never will be.
+const F_REFUSED: u32 = 6;
 
 /// What a completed operation reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -62,6 +65,9 @@ pub enum Orphan {
     AllGone,
     /// It receives from this rank itself, which waits for it.
     FromItself,
+    /// A send (of rendezvous size, or synchronous) whose receiver called MPI_Finalize
+    /// without receiving it; `source` is the destination.
+    ReceiverGone,
 }
 
 impl Status {
@@ -522,6 +528,7 @@ impl Engine {
                 match h.kind {
                     F_CANCEL => return self.withdraw(src, h.id),
                     F_CANCEL_REPLY => return self.cancel_answered(src, h.id, h.tag != 0),
+                    F_REFUSED => return self.refused(src, h.id),
                     _ => {}
                 }
                 let pos = self.posted.iter().position(|&id| {
@@ -577,6 +584,98 @@ impl Engine {
                 id: msg_id,
             },
         ));
+    }
+
+    /// In MPI_Finalize, where no receive can be posted any more: answers each request to
+    /// send that no receive took (in the unexpected queue, or taken by a matched probe
+    /// that no MPI_Mrecv followed) with a refusal, so that its sender's send fails
+    /// instead of waiting for a clear-to-send forever (`refused`).
+    fn refuse_unmatched(&mut self, job: &Job) {
+        self.progress(job);
+        let refuse = |u: &Unexpected| {
+            (
+                u.src,
+                Frame {
+                    kind: F_REFUSED,
+                    fbytes: 0,
+                    ctx: u.ctx,
+                    tag: u.tag,
+                    len: 0,
+                    id: u.msg_id,
+                },
+            )
+        };
+        let mut kept = VecDeque::with_capacity(self.unexpected.len());
+        for u in std::mem::take(&mut self.unexpected) {
+            if u.payload.is_none() {
+                self.control.push_back(refuse(&u));
+            } else {
+                kept.push_back(u);
+            }
+        }
+        self.unexpected = kept;
+        for id in 0..self.reqs.len() {
+            if let Some(Req {
+                kind: ReqKind::Message(u),
+                ..
+            }) = &self.reqs[id]
+            {
+                if u.payload.is_none() {
+                    let f = refuse(u);
+                    self.control.push_back(f);
+                    self.reqs[id] = None;
+                    self.free.push(id);
+                }
+            }
+        }
+        self.push_sends(&job.arena, job.rank);
+    }
+
+    /// Receiver `dst` called MPI_Finalize without receiving our message `msg_id`: its
+    /// send fails (MPI_ERR_OTHER, `Orphan::ReceiverGone`); the library's own send of an
+    /// MPI_Bsend just ends, giving its part of the attached buffer back.
+    fn refused(&mut self, dst: usize, msg_id: u64) {
+        let ours = |k: &ReqKind| match k {
+            ReqKind::Send(s) => s.dst == dst && s.msg_id == msg_id,
+            ReqKind::Bsent { dst: d, msg_id: m } => *d == dst && *m == msg_id,
+            _ => false,
+        };
+        let reqs = &self.reqs;
+        let cancelling: Vec<usize> = (self.cancelling.iter().copied())
+            .filter(|&id| reqs[id].as_ref().is_some_and(|r| ours(&r.kind)))
+            .collect();
+        self.cancelling.retain(|id| !cancelling.contains(id));
+        let Some(p) =
+            (self.rdv_sends.iter()).position(|&id| matches!(&reqs[id], Some(r) if ours(&r.kind)))
+        else {
+            return;
+        };
+        let id = self.rdv_sends.remove(p);
+        for c in cancelling {
+            if c != id {
+                // the program's request of an MPI_Bsend being cancelled: not withdrawn
+                self.req(c).complete = true;
+            }
+        }
+        let req = self.req(id);
+        let ReqKind::Send(s) = &mut req.kind else {
+            unreachable!()
+        };
+        s.stage = SendStage::Done;
+        s.cancelling = false;
+        let (tag, len, bs) = (s.tag, s.data.len(), std::mem::take(&mut s.bsend_bytes));
+        req.complete = true;
+        if bs == 0 {
+            req.status = Status {
+                source: req.from_world.from_world.get(dst).copied().unwrap_or(-1),
+                tag,
+                error: MPI_ERR_OTHER,
+                count_bytes: len as u64,
+                orphan: Orphan::ReceiverGone,
+                ..Status::empty()
+            };
+        }
+        self.bsend_used -= bs;
     }
 
     /// The receiver answered the cancellation of our message `msg_id` to it.
@@ -1281,6 +1380,12 @@ pub fn publish_quiet() {
         }
         DONE.store(true, Ordering::Relaxed);
     }
+}
+
+/// In MPI_Finalize, while it waits for the other ranks: refuses every message of
+/// rendezvous size sent to this rank that no receive took (`Engine::refuse_unmatched`).
+pub fn refuse_unmatched() {
+    let _ = with_engine(|e, job| e.refuse_unmatched(job));
 }
 
 /// Blocks until `cond` holds, running the progress engine meanwhile.

@@ -52,7 +52,18 @@ pub fn put_status(p: *mut CStatus, st: &Status) {
 }
 
 /// Writes status `i` of an array unless it is MPI_STATUSES_IGNORE.
-pub fn put_status_at(p: *mut CStatus, i: usize, st: &Status) {
+/// Writes status `i` of an array of statuses (MPI_Waitall and the like). The MPI_ERROR
+/// of a receive or send that no peer can ever complete is a code whose string says why
+/// (`func` names the call); other errors keep their class, which programs compare with
+/// (MPI_ERR_TRUNCATE).
+pub fn put_status_at(p: *mut CStatus, i: usize, st: &Status, func: &str) {
+    let mut st = *st;
+    if st.orphan != Orphan::No {
+        if let Err(e) = status_error(&st) {
+            st.error = crate::runtime::error_code(func, &e).0;
+        }
+    }
+    let st = &st;
     if !p.is_null() && p as usize != STATUS_IGNORE {
         // SAFETY: the array has one status per request, as the standard requires.
         unsafe { p.add(i).write(CStatus::from(st)) };
@@ -119,6 +130,7 @@ fn status_error(st: &Status) -> MpiResult<()> {
         Orphan::SourceGone => format!("rank {} has called MPI_Finalize with nothing left to send while this rank waits to receive from it ({}): the message can never arrive", st.source, tag()),
         Orphan::AllGone => format!("every other rank that could send to this receive from MPI_ANY_SOURCE ({}) has called MPI_Finalize with nothing left to send: no message can arrive", tag()),
         Orphan::FromItself => format!("this rank (rank {}) waits to receive from itself ({}) but has sent itself no matching message, and cannot send one while it waits: the message can never arrive", st.source, tag()),
+        Orphan::ReceiverGone => format!("rank {} called MPI_Finalize without receiving this message ({}, {} bytes): it can never be received", st.source, tag(), st.count_bytes),
         Orphan::No if st.error == MPI_ERR_TRUNCATE => format!("message from rank {} with tag {} was longer than the receive buffer (received {} bytes, truncated)", st.source, st.tag, st.count_bytes),
         Orphan::No => "the operation failed".to_string(),
     };
@@ -169,7 +181,7 @@ fn blocking_send(
 ) -> MpiResult<()> {
     let a = send_args(buf, count, dt, dest, tag, comm)?;
     let id = start_send(a, mode)?;
-    p2p::wait(id).map(|_| ())
+    status_error(&p2p::wait(id)?)
 }
 
 mpi_entry!(MPI_Send, PMPI_Send, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32), errcomm = comm, {
@@ -452,7 +464,7 @@ mpi_entry!(MPI_Waitall, PMPI_Waitall, (count: c_int, array_of_requests: *mut i32
             }
         };
         any_err |= st.error != MPI_SUCCESS;
-        put_status_at(array_of_statuses, i, &st);
+        put_status_at(array_of_statuses, i, &st, "MPI_Waitall");
     }
     if any_err {
         Err(err(MPI_ERR_IN_STATUS, "one or more requests failed; see the MPI_ERROR fields of the statuses"))
@@ -480,7 +492,7 @@ mpi_entry!(MPI_Testall, PMPI_Testall, (count: c_int, array_of_requests: *mut i32
             }
         };
         any_err |= st.error != MPI_SUCCESS;
-        put_status_at(array_of_statuses, i, &st);
+        put_status_at(array_of_statuses, i, &st, "MPI_Testall");
     }
     check::out(flag, 1, "flag")?;
     if any_err {
@@ -548,6 +560,7 @@ mpi_entry!(MPI_Testany, PMPI_Testany, (count: c_int, array_of_requests: *mut i32
 /// Completes every complete request of `reqs`; returns how many (None: all null) and
 /// whether one of them failed (its status's MPI_ERROR says how).
 fn some_complete(
+    func: &str,
     reqs: &mut [i32],
     indices: *mut c_int,
     statuses: *mut CStatus,
@@ -566,7 +579,7 @@ fn some_complete(
                 super::persist::release(&mut reqs[i]);
                 // SAFETY: indices has room for count entries (standard).
                 unsafe { indices.add(k).write(i as c_int) };
-                put_status_at(statuses, k, &st);
+                put_status_at(statuses, k, &st, func);
                 any_err |= st.error != MPI_SUCCESS;
                 k += 1;
             }
@@ -602,7 +615,7 @@ mpi_entry!(MPI_Waitsome, PMPI_Waitsome, (incount: c_int, array_of_requests: *mut
     }
     let mut got = None;
     let mut failure = None;
-    p2p::wait_until(|| match some_complete(reqs, array_of_indices, array_of_statuses) {
+    p2p::wait_until(|| match some_complete("MPI_Waitsome", reqs, array_of_indices, array_of_statuses) {
         Ok(Some((0, _))) => false,
         Ok(r) => {
             got = Some(r);
@@ -626,7 +639,7 @@ mpi_entry!(MPI_Testsome, PMPI_Testsome, (incount: c_int, array_of_requests: *mut
     if n > 0 && array_of_indices.is_null() {
         return Err(err(MPI_ERR_ARG, "array_of_indices is NULL"));
     }
-    let r = some_complete(reqs, array_of_indices, array_of_statuses)?;
+    let r = some_complete("MPI_Testsome", reqs, array_of_indices, array_of_statuses)?;
     some_outcount(outcount, r)
 });
 
