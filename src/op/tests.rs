@@ -1527,3 +1527,55 @@ fn wide_level_beyond_caches_matches_baseline() {
         }
     }
 }
+
+#[test]
+fn float_minmax_across_the_avx2_handover() {
+    // At the AVX-512 level, float MAX/MIN of 1 MiB and more run the AVX2 kernel: on both
+    // sides of the threshold and on odd lengths past it, the bytes are the baseline
+    // loop's, with NaNs (random bits), zeros of both signs and subnormals in the data.
+    use super::kernels::{kernel_at, simd_level, SimdLevel};
+    if simd_level() < SimdLevel::Avx512 {
+        return;
+    }
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for len in [(1 << 20) - 64, 1 << 20, (1 << 20) + 1000, (1 << 21) + 4] {
+        for elem in [Elem::F64, Elem::F32] {
+            let w = if elem == Elem::F64 { 8 } else { 4 };
+            let mut data = || -> Vec<u8> {
+                let mut v: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+                for (i, e) in v.chunks_mut(w).enumerate() {
+                    if e.len() < w {
+                        continue;
+                    }
+                    match next() % 16 {
+                        0 => e.fill(0), // +0
+                        1 => e.iter_mut().enumerate().for_each(|(k, b)| {
+                            *b = if k == w - 1 { 0x80 } else { 0 } // -0
+                        }),
+                        2 => e[w - 1] &= 0x80, // subnormal (or zero)
+                        _ if i % 3 == 0 => e[w - 1] &= 0xbf, // finite
+                        _ => {}
+                    }
+                    if w == 4 && e[w - 1] & 0x7f == 0 {
+                        e[w - 2] &= 0x7f;
+                    }
+                }
+                v
+            };
+            let (a, b) = (data(), data());
+            for op in [BuiltinOp::Max, BuiltinOp::Min] {
+                let mut want = b.clone();
+                kernel_at(op, elem, SimdLevel::Baseline).unwrap()(&a, &mut want);
+                let mut got = b.clone();
+                kernel_at(op, elem, SimdLevel::Avx512).unwrap()(&a, &mut got);
+                assert!(got == want, "{} {elem:?} len {len}", op.name());
+            }
+        }
+    }
+}
