@@ -270,7 +270,13 @@ fn remote(c: &Comm) -> impl Fn(usize) -> usize + '_ {
 
 // ---------------------------------------------------------------- Bcast
 
-fn bcast_plan(buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, comm: i32) -> Plan {
+fn bcast_plan<C: Into<i64> + Copy>(
+    buffer: *mut c_void,
+    count: C,
+    datatype: i32,
+    root: c_int,
+    comm: i32,
+) -> Plan {
     let c = check::comm(comm)?;
     let mut st = Stage::default();
     let cc = c.clone();
@@ -341,13 +347,14 @@ fn bcast_plan(buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, com
 /// with arguments that pass every check: the engine's broadcast with the descriptor the
 /// full path would publish, without the plan's boxing and staging (as
 /// `coll::reduce_now`). `None`: run the full path, nothing has happened.
-fn bcast_now(
+fn bcast_now<C: Into<i64> + Copy>(
     buffer: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: i32,
     root: c_int,
     comm: i32,
 ) -> Option<MpiResult<()>> {
+    let count: i64 = count.into();
     if count <= 0 || buffer.is_null() || crate::runtime::state() != crate::runtime::INITIALIZED {
         return None;
     }
@@ -399,6 +406,8 @@ fn bcast_desc(
 
 crate::coll_entry!(MPI_Bcast, PMPI_Bcast, MPI_Ibcast, PMPI_Ibcast, MPI_Bcast_init, PMPI_Bcast_init, bcast_plan, comm, now = bcast_now,
     (buffer: *mut c_void, count: c_int, datatype: i32, root: c_int, comm: i32));
+crate::coll_entry!(MPI_Bcast_c, PMPI_Bcast_c, MPI_Ibcast_c, PMPI_Ibcast_c, MPI_Bcast_init_c, PMPI_Bcast_init_c, bcast_plan, comm, now = bcast_now,
+    (buffer: *mut c_void, count: i64, datatype: i32, root: c_int, comm: i32));
 
 /// Finds the channel index of the process that passed MPI_ROOT (one step).
 pub async fn find_root(ch: &Chan<'_>, me_root: bool) -> MpiResult<usize> {

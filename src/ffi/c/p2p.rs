@@ -137,6 +137,27 @@ fn status_error(st: &Status) -> MpiResult<()> {
     Err(err(st.error, msg))
 }
 
+/// Two entry points from one body: `$mpi` with the `Count` arguments as C `int`, and
+/// its MPI-4 large-count form `$mpic` with them as `MPI_Count`.
+macro_rules! counted {
+    ($mpi:ident, $pmpi:ident, $mpic:ident, $pmpic:ident, $($rest:tt)*) => {
+        const _: () = {
+            type Count = c_int;
+            #[allow(dead_code)]
+            const NAME: &str = stringify!($mpi);
+            mpi_entry!($mpi, $pmpi, $($rest)*);
+        };
+        // (the bodies widen `Count` with `into`, which is the identity here)
+        #[allow(clippy::useless_conversion)]
+        const _: () = {
+            type Count = i64;
+            #[allow(dead_code)]
+            const NAME: &str = stringify!($mpic);
+            mpi_entry!($mpic, $pmpic, $($rest)*);
+        };
+    };
+}
+
 struct SendArgs {
     comm: std::sync::Arc<crate::comm::Comm>,
     data: SendData,
@@ -146,7 +167,7 @@ struct SendArgs {
 
 fn send_args(
     buf: *const c_void,
-    count: c_int,
+    count: i64,
     dt: i32,
     dest: c_int,
     tag: c_int,
@@ -172,7 +193,7 @@ fn start_send(a: SendArgs, mode: Mode) -> MpiResult<usize> {
 
 fn blocking_send(
     buf: *const c_void,
-    count: c_int,
+    count: i64,
     dt: i32,
     dest: c_int,
     tag: c_int,
@@ -184,17 +205,17 @@ fn blocking_send(
     status_error(&p2p::wait(id)?)
 }
 
-mpi_entry!(MPI_Send, PMPI_Send, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32), errcomm = comm, {
-    blocking_send(buf, count, datatype, dest, tag, comm, Mode::Standard)
+counted!(MPI_Send, PMPI_Send, MPI_Send_c, PMPI_Send_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32), errcomm = comm, {
+    blocking_send(buf, count.into(), datatype, dest, tag, comm, Mode::Standard)
 });
-mpi_entry!(MPI_Ssend, PMPI_Ssend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32), errcomm = comm, {
-    blocking_send(buf, count, datatype, dest, tag, comm, Mode::Sync)
+counted!(MPI_Ssend, PMPI_Ssend, MPI_Ssend_c, PMPI_Ssend_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32), errcomm = comm, {
+    blocking_send(buf, count.into(), datatype, dest, tag, comm, Mode::Sync)
 });
-mpi_entry!(MPI_Rsend, PMPI_Rsend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32), errcomm = comm, {
-    blocking_send(buf, count, datatype, dest, tag, comm, Mode::Ready)
+counted!(MPI_Rsend, PMPI_Rsend, MPI_Rsend_c, PMPI_Rsend_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32), errcomm = comm, {
+    blocking_send(buf, count.into(), datatype, dest, tag, comm, Mode::Ready)
 });
-mpi_entry!(MPI_Bsend, PMPI_Bsend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32), errcomm = comm, {
-    let a = send_args(buf, count, datatype, dest, tag, comm)?;
+counted!(MPI_Bsend, PMPI_Bsend, MPI_Bsend_c, PMPI_Bsend_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32), errcomm = comm, {
+    let a = send_args(buf, count.into(), datatype, dest, tag, comm)?;
     let id = start_send(a, Mode::Buffered)?;
     // The data was copied: the returned request is already complete.
     p2p::wait(id).map(|_| ())
@@ -202,7 +223,7 @@ mpi_entry!(MPI_Bsend, PMPI_Bsend, (buf: *const c_void, count: c_int, datatype: i
 
 fn isend_entry(
     buf: *const c_void,
-    count: c_int,
+    count: i64,
     dt: i32,
     dest: c_int,
     tag: c_int,
@@ -218,22 +239,22 @@ fn isend_entry(
     check::out(req, req_handle(id), "request")
 }
 
-mpi_entry!(MPI_Isend, PMPI_Isend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
-    isend_entry(buf, count, datatype, dest, tag, comm, request, Mode::Standard)
+counted!(MPI_Isend, PMPI_Isend, MPI_Isend_c, PMPI_Isend_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    isend_entry(buf, count.into(), datatype, dest, tag, comm, request, Mode::Standard)
 });
-mpi_entry!(MPI_Issend, PMPI_Issend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
-    isend_entry(buf, count, datatype, dest, tag, comm, request, Mode::Sync)
+counted!(MPI_Issend, PMPI_Issend, MPI_Issend_c, PMPI_Issend_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    isend_entry(buf, count.into(), datatype, dest, tag, comm, request, Mode::Sync)
 });
-mpi_entry!(MPI_Irsend, PMPI_Irsend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
-    isend_entry(buf, count, datatype, dest, tag, comm, request, Mode::Ready)
+counted!(MPI_Irsend, PMPI_Irsend, MPI_Irsend_c, PMPI_Irsend_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    isend_entry(buf, count.into(), datatype, dest, tag, comm, request, Mode::Ready)
 });
-mpi_entry!(MPI_Ibsend, PMPI_Ibsend, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
-    isend_entry(buf, count, datatype, dest, tag, comm, request, Mode::Buffered)
+counted!(MPI_Ibsend, PMPI_Ibsend, MPI_Ibsend_c, PMPI_Ibsend_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    isend_entry(buf, count.into(), datatype, dest, tag, comm, request, Mode::Buffered)
 });
 
 fn recv_args(
     buf: *mut c_void,
-    count: c_int,
+    count: i64,
     dt: i32,
     source: c_int,
     tag: c_int,
@@ -253,19 +274,19 @@ fn recv_args(
     Ok((c, b))
 }
 
-mpi_entry!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: i32, source: c_int, tag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
-    let (c, b) = recv_args(buf, count, datatype, source, tag, comm)?;
+counted!(MPI_Recv, PMPI_Recv, MPI_Recv_c, PMPI_Recv_c, (buf: *mut c_void, count: Count, datatype: i32, source: c_int, tag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
+    let (c, b) = recv_args(buf, count.into(), datatype, source, tag, comm)?;
     let id = p2p::irecv_into(&c, b, source, tag)?;
     let st = p2p::wait(id)?;
     put_status(status, &st);
     status_error(&st)
 });
 
-mpi_entry!(MPI_Irecv, PMPI_Irecv, (buf: *mut c_void, count: c_int, datatype: i32, source: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+counted!(MPI_Irecv, PMPI_Irecv, MPI_Irecv_c, PMPI_Irecv_c, (buf: *mut c_void, count: Count, datatype: i32, source: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
     if request.is_null() {
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
-    let (c, b) = recv_args(buf, count, datatype, source, tag, comm)?;
+    let (c, b) = recv_args(buf, count.into(), datatype, source, tag, comm)?;
     let id = p2p::irecv_into(&c, b, source, tag)?;
     check::out(request, req_handle(id), "request")
 });
@@ -276,7 +297,7 @@ mpi_entry!(MPI_Irecv, PMPI_Irecv, (buf: *mut c_void, count: c_int, datatype: i32
 fn send_init(
     name: &'static str,
     buf: *const c_void,
-    count: c_int,
+    count: i64,
     dt: i32,
     dest: c_int,
     tag: c_int,
@@ -297,23 +318,24 @@ fn send_init(
     check::out(req, super::persist::create_p2p(name, start)?, "request")
 }
 
-mpi_entry!(MPI_Send_init, PMPI_Send_init, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
-    send_init("MPI_Send_init", buf, count, datatype, dest, tag, comm, request, Mode::Standard)
+counted!(MPI_Send_init, PMPI_Send_init, MPI_Send_init_c, PMPI_Send_init_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    send_init(NAME, buf, count.into(), datatype, dest, tag, comm, request, Mode::Standard)
 });
-mpi_entry!(MPI_Ssend_init, PMPI_Ssend_init, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
-    send_init("MPI_Ssend_init", buf, count, datatype, dest, tag, comm, request, Mode::Sync)
+counted!(MPI_Ssend_init, PMPI_Ssend_init, MPI_Ssend_init_c, PMPI_Ssend_init_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    send_init(NAME, buf, count.into(), datatype, dest, tag, comm, request, Mode::Sync)
 });
-mpi_entry!(MPI_Rsend_init, PMPI_Rsend_init, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
-    send_init("MPI_Rsend_init", buf, count, datatype, dest, tag, comm, request, Mode::Ready)
+counted!(MPI_Rsend_init, PMPI_Rsend_init, MPI_Rsend_init_c, PMPI_Rsend_init_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    send_init(NAME, buf, count.into(), datatype, dest, tag, comm, request, Mode::Ready)
 });
-mpi_entry!(MPI_Bsend_init, PMPI_Bsend_init, (buf: *const c_void, count: c_int, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
-    send_init("MPI_Bsend_init", buf, count, datatype, dest, tag, comm, request, Mode::Buffered)
+counted!(MPI_Bsend_init, PMPI_Bsend_init, MPI_Bsend_init_c, PMPI_Bsend_init_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+    send_init(NAME, buf, count.into(), datatype, dest, tag, comm, request, Mode::Buffered)
 });
 
-mpi_entry!(MPI_Recv_init, PMPI_Recv_init, (buf: *mut c_void, count: c_int, datatype: i32, source: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+counted!(MPI_Recv_init, PMPI_Recv_init, MPI_Recv_init_c, PMPI_Recv_init_c, (buf: *mut c_void, count: Count, datatype: i32, source: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
     if request.is_null() {
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
+    let count: i64 = count.into();
     recv_args(buf, count, datatype, source, tag, comm)?;
     let ty = super::persist::TypeHold::new(datatype)?;
     let args = super::persist::Captured((buf, count, source, tag, comm));
@@ -322,18 +344,18 @@ mpi_entry!(MPI_Recv_init, PMPI_Recv_init, (buf: *mut c_void, count: c_int, datat
         let (c, b) = recv_args(buf, count, ty.handle(), source, tag, comm)?;
         p2p::irecv_into(&c, b, source, tag)
     });
-    check::out(request, super::persist::create_p2p("MPI_Recv_init", start)?, "request")
+    check::out(request, super::persist::create_p2p(NAME, start)?, "request")
 });
 
 #[allow(clippy::too_many_arguments)]
 fn sendrecv(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: i64,
     sendtype: i32,
     dest: c_int,
     sendtag: c_int,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: i64,
     recvtype: i32,
     source: c_int,
     recvtag: c_int,
@@ -350,18 +372,18 @@ fn sendrecv(
     status_error(&st)
 }
 
-mpi_entry!(MPI_Sendrecv, PMPI_Sendrecv, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, source: c_int, recvtag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
-    sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+counted!(MPI_Sendrecv, PMPI_Sendrecv, MPI_Sendrecv_c, PMPI_Sendrecv_c, (sendbuf: *const c_void, sendcount: Count, sendtype: i32, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: i32, source: c_int, recvtag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
+    sendrecv(sendbuf, sendcount.into(), sendtype, dest, sendtag, recvbuf, recvcount.into(), recvtype, source, recvtag, comm, status)
 });
 
-mpi_entry!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, (buf: *mut c_void, count: c_int, datatype: i32, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
-    let a = send_args(buf, count, datatype, dest, sendtag, comm)?;
+counted!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, MPI_Sendrecv_replace_c, PMPI_Sendrecv_replace_c, (buf: *mut c_void, count: Count, datatype: i32, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
+    let a = send_args(buf, count.into(), datatype, dest, sendtag, comm)?;
     // The outgoing data must be copied before the incoming message overwrites it.
     let copy = match a.data {
         SendData::User(b) => SendData::Owned(b.as_slice().to_vec()),
         owned => owned,
     };
-    let (c, b) = recv_args(buf, count, datatype, source, recvtag, comm)?;
+    let (c, b) = recv_args(buf, count.into(), datatype, source, recvtag, comm)?;
     let sid = p2p::isend(&a.comm, copy, a.dest, a.tag, Mode::Standard)?;
     let rid = p2p::irecv_into(&c, b, source, recvtag)?;
     let st = p2p::wait(rid)?;
@@ -370,28 +392,28 @@ mpi_entry!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, (buf: *mut c_void, count
     status_error(&st)
 });
 
-mpi_entry!(MPI_Isendrecv, PMPI_Isendrecv, (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, source: c_int, recvtag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+counted!(MPI_Isendrecv, PMPI_Isendrecv, MPI_Isendrecv_c, PMPI_Isendrecv_c, (sendbuf: *const c_void, sendcount: Count, sendtype: i32, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: i32, source: c_int, recvtag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
     if request.is_null() {
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
-    let a = send_args(sendbuf, sendcount, sendtype, dest, sendtag, comm)?;
-    let (c, b) = recv_args(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+    let a = send_args(sendbuf, sendcount.into(), sendtype, dest, sendtag, comm)?;
+    let (c, b) = recv_args(recvbuf, recvcount.into(), recvtype, source, recvtag, comm)?;
     let rid = p2p::irecv_into(&c, b, source, recvtag)?;
     let sid = start_send(a, Mode::Standard)?;
     check::out(request, req_handle(p2p::pair(&c, rid, sid)?), "request")
 });
 
-mpi_entry!(MPI_Isendrecv_replace, PMPI_Isendrecv_replace, (buf: *mut c_void, count: c_int, datatype: i32, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
+counted!(MPI_Isendrecv_replace, PMPI_Isendrecv_replace, MPI_Isendrecv_replace_c, PMPI_Isendrecv_replace_c, (buf: *mut c_void, count: Count, datatype: i32, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
     if request.is_null() {
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
-    let a = send_args(buf, count, datatype, dest, sendtag, comm)?;
+    let a = send_args(buf, count.into(), datatype, dest, sendtag, comm)?;
     // The outgoing data is copied now: the incoming message may overwrite the buffer.
     let copy = match a.data {
         SendData::User(b) => SendData::Owned(b.as_slice().to_vec()),
         owned => owned,
     };
-    let (c, b) = recv_args(buf, count, datatype, source, recvtag, comm)?;
+    let (c, b) = recv_args(buf, count.into(), datatype, source, recvtag, comm)?;
     let sid = p2p::isend(&a.comm, copy, a.dest, a.tag, Mode::Standard)?;
     let rid = p2p::irecv_into(&c, b, source, recvtag)?;
     check::out(request, req_handle(p2p::pair(&c, rid, sid)?), "request")
@@ -915,7 +937,7 @@ mpi_entry!(MPI_Mprobe, PMPI_Mprobe, (source: c_int, tag: c_int, comm: i32, messa
 /// Returns the receive's request id (None for MPI_MESSAGE_NO_PROC).
 fn start_mrecv(
     buf: *mut c_void,
-    count: c_int,
+    count: i64,
     dt: i32,
     message: *mut i32,
 ) -> MpiResult<Option<usize>> {
@@ -933,8 +955,8 @@ fn start_mrecv(
     Ok(r)
 }
 
-mpi_entry!(MPI_Mrecv, PMPI_Mrecv, (buf: *mut c_void, count: c_int, datatype: i32, message: *mut i32, status: *mut CStatus), errcomm = message_errcomm(message), {
-    let st = match start_mrecv(buf, count, datatype, message)? {
+counted!(MPI_Mrecv, PMPI_Mrecv, MPI_Mrecv_c, PMPI_Mrecv_c, (buf: *mut c_void, count: Count, datatype: i32, message: *mut i32, status: *mut CStatus), errcomm = message_errcomm(message), {
+    let st = match start_mrecv(buf, count.into(), datatype, message)? {
         None => Status::proc_null(),
         Some(id) => p2p::wait(id)?,
     };
@@ -942,11 +964,11 @@ mpi_entry!(MPI_Mrecv, PMPI_Mrecv, (buf: *mut c_void, count: c_int, datatype: i32
     status_error(&st)
 });
 
-mpi_entry!(MPI_Imrecv, PMPI_Imrecv, (buf: *mut c_void, count: c_int, datatype: i32, message: *mut i32, request: *mut i32), errcomm = message_errcomm(message), {
+counted!(MPI_Imrecv, PMPI_Imrecv, MPI_Imrecv_c, PMPI_Imrecv_c, (buf: *mut c_void, count: Count, datatype: i32, message: *mut i32, request: *mut i32), errcomm = message_errcomm(message), {
     if request.is_null() {
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
-    let id = match start_mrecv(buf, count, datatype, message)? {
+    let id = match start_mrecv(buf, count.into(), datatype, message)? {
         Some(id) => id,
         None => p2p::completed(&check::comm(MPI_COMM_WORLD)?, Status::proc_null())?,
     };

@@ -1,0 +1,1 @@
+large_count_p2p.c
