@@ -1,7 +1,8 @@
 /* A blocking receive that no message can ever match fails with MPI_ERR_OTHER (under
  * MPI_ERRORS_RETURN here) instead of hanging: one from MPI_ANY_SOURCE once every other
  * rank that could send has called MPI_Finalize with nothing left to send, and one from
- * the waiting rank itself with nothing sent to itself; MPI_Probe and MPI_Mprobe too.
+ * the waiting rank itself with nothing sent to itself; MPI_Probe and MPI_Mprobe too; and a
+ * loop of MPI_Test on a receive from a finalized rank ends with the error.
  * Receives that can still match do
  * not fail: pending receives from MPI_ANY_SOURCE and from itself while rank 0 sleeps in
  * a wait for something else, which it then sends itself; messages sent before their
@@ -124,6 +125,14 @@ int main(int argc, char **argv) {
         expect_orphan("MPI_Probe from a finalized rank", rc, "MPI_Finalize");
         rc = MPI_Recv(&x, 1, MPI_INT, size - 1, 98, MPI_COMM_WORLD, &st);
         expect_orphan("MPI_Recv from a finalized rank", rc, "tag 98");
+        /* a loop of MPI_Test on one ends too */
+        MPI_Request tq;
+        int flag = 0;
+        long k;
+        MPI_Irecv(&x, 1, MPI_INT, size - 1, 97, MPI_COMM_WORLD, &tq);
+        for (k = 0; k < 10000000 && !flag; k++) rc = MPI_Test(&tq, &flag, &st);
+        if (!flag) { fprintf(stderr, "MPI_Test never completed the receive from a finalized rank\n"); bad++; }
+        else expect_orphan("MPI_Test on a receive from a finalized rank", rc, "tag 97");
     }
 
     /* 5. The library stays usable. */
