@@ -951,7 +951,7 @@ impl Engine {
     /// that a loop of MPI_Test on one ends too, not only a wait.
     fn idle_test(&mut self, job: &Job) {
         self.idle_tests = self.idle_tests.wrapping_add(1);
-        if self.idle_tests % 512 == 0 {
+        if self.idle_tests.is_multiple_of(512) {
             self.fail_orphaned(job, None);
         }
     }
