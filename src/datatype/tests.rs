@@ -478,6 +478,10 @@ fn check_against_oracle(s: &Spec, r: &mut Rng) {
             at += n;
         }
         assert_eq!(a, b, "unpack count={count} {ctx}");
+        // unpack, whole (a one-segment layout takes the block loop of pack.rs)
+        let mut c = vec![0u8; blen];
+        unpack_slice(&ty, count, &mut c, origin as usize, &want, 0).unwrap();
+        assert_eq!(a, c, "whole unpack count={count} {ctx}");
         // get_elements on every prefix length
         for bytes in 0..=want.len() {
             let full = bytes / size;
@@ -998,4 +1002,74 @@ fn darray_partitions_the_array_in_memory_order() {
         .class,
         MPI_ERR_ARG
     );
+}
+
+#[test]
+fn one_segment_layouts_pack_whole_and_in_pieces_alike() {
+    // Blocks of 1, 2, 3, 4, 8, 16 and 24 bytes, one or several per instance, with
+    // positive and negative strides and extents larger and smaller than the data: the
+    // whole-stream block loop gives the bytes of the piecewise walk, both ways.
+    let mut r = Rng(0x51ed_2701_a4c3_9b11);
+    for (blk, base) in [
+        (1, MPI_CHAR),
+        (2, MPI_SHORT),
+        (3, MPI_CHAR),
+        (4, MPI_INT),
+        (8, MPI_DOUBLE),
+        (16, MPI_LONG_DOUBLE),
+        (24, MPI_CHAR),
+    ] {
+        let esz = t(base).size();
+        let per = (blk / esz).max(1) as i32;
+        let one = contiguous(per, base).unwrap();
+        for (nblk, stride) in [(1, 0), (3, 2), (2, -3)] {
+            let v = if nblk == 1 {
+                one
+            } else {
+                hvector(nblk, 1, stride * blk as isize, one).unwrap()
+            };
+            let ext = t(v).extent().abs() + 5;
+            let rz = resized(v, 0, ext).unwrap();
+            let ty = t(rz);
+            assert_eq!(ty.layout.segs.len(), 1, "block {blk} x {nblk}");
+            for count in [1usize, 2, 7] {
+                let (off, len) = span(&ty, count).unwrap();
+                let origin = (64 - off).max(0);
+                let blen = (origin + off + len as isize + 64) as usize;
+                let buf: Vec<u8> = (0..blen).map(|_| r.next() as u8).collect();
+                let n = count * ty.size();
+                let mut whole = vec![0u8; n];
+                pack_slice(&ty, count, &buf, origin as usize, &mut whole, 0).unwrap();
+                let mut pieces = vec![0u8; n];
+                for at in (0..n).step_by(5) {
+                    let k = 5.min(n - at);
+                    pack_slice(
+                        &ty,
+                        count,
+                        &buf,
+                        origin as usize,
+                        &mut pieces[at..at + k],
+                        at,
+                    )
+                    .unwrap();
+                }
+                assert_eq!(whole, pieces, "pack: block {blk} x {nblk}, count {count}");
+                let (mut a, mut b) = (vec![0u8; blen], vec![0u8; blen]);
+                unpack_slice(&ty, count, &mut a, origin as usize, &whole, 0).unwrap();
+                for at in (0..n).step_by(5) {
+                    let k = 5.min(n - at);
+                    unpack_slice(&ty, count, &mut b, origin as usize, &whole[at..at + k], at)
+                        .unwrap();
+                }
+                assert_eq!(a, b, "unpack: block {blk} x {nblk}, count {count}");
+                // and the round trip puts back exactly the type map's bytes
+                let mut back = vec![0u8; n];
+                pack_slice(&ty, count, &a, origin as usize, &mut back, 0).unwrap();
+                assert_eq!(
+                    back, whole,
+                    "round trip: block {blk} x {nblk}, count {count}"
+                );
+            }
+        }
+    }
 }
