@@ -64,8 +64,65 @@ pub fn class_name(class: i32) -> &'static str {
         MPI_ERR_PROC_ABORTED => "MPI_ERR_PROC_ABORTED",
         MPI_ERR_VALUE_TOO_LARGE => "MPI_ERR_VALUE_TOO_LARGE",
         MPI_ERR_SPAWN => "MPI_ERR_SPAWN",
-        _ => "MPI_ERR_UNKNOWN",
+        c => other_class(c).map_or("MPI_ERR_UNKNOWN", |o| o.0),
     }
+}
+
+/// The predefined classes of what shmpi does not implement (MPI-IO, one-sided
+/// communication, the name service, the tools interface, sessions), by value (MPICH's):
+/// name and the standard's text (MPI-4.0 Tables 9.1 and 15.x). A program may still
+/// meet them: from MPI_Error_class/MPI_Error_string of their values, or from a user's
+/// conversion function (MPI_ERR_CONVERSION).
+fn other_class(class: i32) -> Option<(&'static str, &'static str)> {
+    Some(match class {
+        20 => ("MPI_ERR_ACCESS", "Permission denied"),
+        21 => ("MPI_ERR_AMODE", "Error related to the amode passed to MPI_FILE_OPEN"),
+        22 => ("MPI_ERR_BAD_FILE", "Invalid file name (e.g., path name too long)"),
+        23 => ("MPI_ERR_CONVERSION", "An error occurred in a user supplied data conversion function"),
+        24 => ("MPI_ERR_DUP_DATAREP", "Conversion functions could not be registered because a data representation identifier that was already defined was passed to MPI_REGISTER_DATAREP"),
+        25 => ("MPI_ERR_FILE_EXISTS", "File exists"),
+        26 => ("MPI_ERR_FILE_IN_USE", "File operation could not be completed, as the file is currently open by some process"),
+        27 => ("MPI_ERR_FILE", "Invalid file handle"),
+        32 => ("MPI_ERR_IO", "Other I/O error"),
+        33 => ("MPI_ERR_NAME", "Invalid service name passed to MPI_LOOKUP_NAME"),
+        36 => ("MPI_ERR_NO_SPACE", "Not enough space"),
+        37 => ("MPI_ERR_NO_SUCH_FILE", "File does not exist"),
+        38 => ("MPI_ERR_PORT", "Invalid port name passed to MPI_COMM_CONNECT"),
+        39 => ("MPI_ERR_QUOTA", "Quota exceeded"),
+        40 => ("MPI_ERR_READ_ONLY", "Read-only file or file system"),
+        41 => ("MPI_ERR_SERVICE", "Invalid service name passed to MPI_UNPUBLISH_NAME"),
+        43 => ("MPI_ERR_UNSUPPORTED_DATAREP", "Unsupported datarep passed to MPI_FILE_SET_VIEW"),
+        45 => ("MPI_ERR_WIN", "Invalid win argument"),
+        46 => ("MPI_ERR_BASE", "Invalid base passed to MPI_FREE_MEM"),
+        47 => ("MPI_ERR_LOCKTYPE", "Invalid locktype argument"),
+        49 => ("MPI_ERR_RMA_CONFLICT", "Conflicting accesses to window"),
+        50 => ("MPI_ERR_RMA_SYNC", "Erroneous RMA synchronization"),
+        52 => ("MPI_ERR_DISP", "Invalid disp argument"),
+        53 => ("MPI_ERR_ASSERT", "Invalid assert argument"),
+        55 => ("MPI_ERR_RMA_RANGE", "Target memory is not part of the window"),
+        56 => ("MPI_ERR_RMA_ATTACH", "Memory cannot be attached"),
+        57 => ("MPI_ERR_RMA_SHARED", "Memory cannot be shared"),
+        58 => ("MPI_ERR_RMA_FLAVOR", "Passed window has the wrong flavor for the called function"),
+        59 => ("MPI_T_ERR_MEMORY", "Out of memory"),
+        60 => ("MPI_T_ERR_NOT_INITIALIZED", "Interface not initialized"),
+        61 => ("MPI_T_ERR_CANNOT_INIT", "Interface not in the state to be initialized"),
+        62 => ("MPI_T_ERR_INVALID_INDEX", "The index is invalid or has been deleted"),
+        63 => ("MPI_T_ERR_INVALID_ITEM", "Item index queried is out of range"),
+        64 => ("MPI_T_ERR_INVALID_HANDLE", "The handle is invalid"),
+        65 => ("MPI_T_ERR_OUT_OF_HANDLES", "No more handles available"),
+        66 => ("MPI_T_ERR_OUT_OF_SESSIONS", "No more sessions available"),
+        67 => ("MPI_T_ERR_INVALID_SESSION", "Session argument is not a valid session"),
+        68 => ("MPI_T_ERR_CVAR_SET_NOT_NOW", "Variable cannot be set at this moment"),
+        69 => ("MPI_T_ERR_CVAR_SET_NEVER", "Variable cannot be set until end of execution"),
+        70 => ("MPI_T_ERR_PVAR_NO_STARTSTOP", "Variable cannot be started or stopped"),
+        71 => ("MPI_T_ERR_PVAR_NO_WRITE", "Variable cannot be written or reset"),
+        72 => ("MPI_T_ERR_PVAR_NO_ATOMIC", "Variable cannot be read and written atomically"),
+        73 => ("MPI_T_ERR_INVALID_NAME", "Name does not match"),
+        74 => ("MPI_T_ERR_INVALID", "Invalid use of the interface or bad parameter value(s)"),
+        75 => ("MPI_ERR_SESSION", "Invalid session handle"),
+        78 => ("MPI_T_ERR_NOT_SUPPORTED", "Requested functionality not supported"),
+        _ => return None,
+    })
 }
 
 /// The standard text of an error class.
@@ -103,7 +160,7 @@ pub fn class_text(class: i32) -> &'static str {
         MPI_ERR_PROC_ABORTED => "Operation failed because a peer process has aborted",
         MPI_ERR_VALUE_TOO_LARGE => "Value is too large to store",
         MPI_ERR_SPAWN => "Error in spawning processes",
-        _ => "Unknown error class",
+        c => other_class(c).map_or("Unknown error class", |o| o.1),
     }
 }
 
