@@ -31,6 +31,7 @@ fn run_with(args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Run {
             Stdio::null()
         });
     cmd.env_remove("SHMPI_TIMEOUT");
+    cmd.env_remove("MPIEXEC_TIMEOUT");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -467,17 +468,29 @@ fn timeout_reports_live_ranks_and_their_calls() {
 
 #[test]
 fn timeout_from_the_environment() {
-    let d = scratch("envtimeout");
-    let r = run_with(
-        &["-n", "2", "sh", "-c", &rank_script(&d, "exec sleep 30")],
-        None,
-        &[("SHMPI_TIMEOUT", "1")],
-    );
-    assert_eq!(r.code, Some(124), "{}", r.stderr);
-    assert!(r.stderr.contains("timed out after 1 s"), "{}", r.stderr);
-    assert!(r.secs < 3.0, "took {:.2}s", r.secs);
-    assert_all_gone(&pids_in(&d));
-    let _ = std::fs::remove_dir_all(&d);
+    // SHMPI_TIMEOUT, and MPICH's MPIEXEC_TIMEOUT (which test harnesses set) without it;
+    // SHMPI_TIMEOUT wins when both are set.
+    for env in [
+        &[("SHMPI_TIMEOUT", "1")][..],
+        &[("MPIEXEC_TIMEOUT", "1")][..],
+        &[("SHMPI_TIMEOUT", "1"), ("MPIEXEC_TIMEOUT", "20")][..],
+    ] {
+        let d = scratch("envtimeout");
+        let r = run_with(
+            &["-n", "2", "sh", "-c", &rank_script(&d, "exec sleep 30")],
+            None,
+            env,
+        );
+        assert_eq!(r.code, Some(124), "{env:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("timed out after 1 s"),
+            "{env:?}: {}",
+            r.stderr
+        );
+        assert!(r.secs < 3.0, "{env:?}: took {:.2}s", r.secs);
+        assert_all_gone(&pids_in(&d));
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }
 
 #[test]

@@ -59,7 +59,8 @@ Options:
                          (default N + N, at least 4 and at most 16 more; the
                          environment variable SHMPI_UNIVERSE_SIZE does the same)
   --timeout SEC          stop the job after SEC seconds (exit status 124);
-                         the environment variable SHMPI_TIMEOUT does the same
+                         the environment variable SHMPI_TIMEOUT does the same,
+                         and without it MPIEXEC_TIMEOUT (MPICH's name)
   -genv NAME VALUE       set NAME=VALUE in every rank's environment
   -env NAME VALUE        same as -genv
   -x NAME[=VALUE]        same, Open MPI style (without VALUE: export NAME)
@@ -131,9 +132,10 @@ fn parse_timeout(v: &str) -> Result<f64, String> {
     }
 }
 
-/// Parses mpiexec's arguments (without argv[0]). `env_timeout` is the value of
-/// SHMPI_TIMEOUT, used when no --timeout is given.
-pub fn parse_args(args: &[OsString], env_timeout: Option<&str>) -> Result<Parsed, String> {
+/// Parses mpiexec's arguments (without argv[0]). `env_timeout` is the name and value
+/// of the environment variable that sets the timeout (SHMPI_TIMEOUT, else
+/// MPIEXEC_TIMEOUT), used when no --timeout is given.
+pub fn parse_args(args: &[OsString], env_timeout: Option<(&str, &str)>) -> Result<Parsed, String> {
     let mut n: Option<usize> = None;
     let mut universe: Option<usize> = None;
     let mut label = false;
@@ -255,8 +257,8 @@ pub fn parse_args(args: &[OsString], env_timeout: Option<&str>) -> Result<Parsed
         None => default_universe(n),
     };
     if timeout.is_none() {
-        if let Some(t) = env_timeout.filter(|t| !t.trim().is_empty()) {
-            timeout = Some(parse_timeout(t).map_err(|e| format!("SHMPI_TIMEOUT: {e}"))?);
+        if let Some((name, t)) = env_timeout.filter(|(_, t)| !t.trim().is_empty()) {
+            timeout = Some(parse_timeout(t).map_err(|e| format!("{name}: {e}"))?);
         }
     }
     Ok(Parsed::Run(Options {
@@ -337,8 +339,10 @@ pub fn signal_name(sig: i32) -> String {
 
 /// mpiexec's entry point: parses the arguments, runs the job, returns the exit status.
 pub fn main_with_args(args: Vec<OsString>) -> i32 {
-    let env_timeout = std::env::var("SHMPI_TIMEOUT").ok();
-    let opts = match parse_args(&args, env_timeout.as_deref()) {
+    let env_timeout = ["SHMPI_TIMEOUT", "MPIEXEC_TIMEOUT"]
+        .into_iter()
+        .find_map(|k| Some((k, std::env::var(k).ok().filter(|v| !v.trim().is_empty())?)));
+    let opts = match parse_args(&args, env_timeout.as_ref().map(|(k, v)| (*k, v.as_str()))) {
         Ok(Parsed::Run(o)) => o,
         Ok(Parsed::Help) => {
             print!("{USAGE}");
@@ -1222,7 +1226,7 @@ mod tests {
     #[test]
     fn env_timeout_is_a_default() {
         let a: Vec<OsString> = ["-n", "1", "p"].iter().map(OsString::from).collect();
-        let Parsed::Run(o) = parse_args(&a, Some("3")).unwrap() else {
+        let Parsed::Run(o) = parse_args(&a, Some(("SHMPI_TIMEOUT", "3"))).unwrap() else {
             panic!()
         };
         assert_eq!(o.timeout, Some(3.0));
@@ -1230,7 +1234,7 @@ mod tests {
             .iter()
             .map(OsString::from)
             .collect();
-        let Parsed::Run(o) = parse_args(&a, Some("3")).unwrap() else {
+        let Parsed::Run(o) = parse_args(&a, Some(("SHMPI_TIMEOUT", "3"))).unwrap() else {
             panic!()
         };
         assert_eq!(o.timeout, Some(5.0));
