@@ -183,9 +183,10 @@ impl Chan<'_> {
     /// ahead wrote them already, and they then arrive together with the tag's line
     /// instead of after it (`Arena::prefetch`); the hardware's prefetcher follows a
     /// longer payload. Back-to-back MPI_Reduce of 64 bytes at 2 ranks (the payload ends
-    /// in the entry's second line) took 0.097 µs against 0.110 without. The tag's own
-    /// line is left alone: fetched before the sender writes it, it would only be taken
-    /// away again (8 bytes took 0.095 µs against 0.089 so).
+    /// in the entry's second line) took 0.097 µs against 0.110 without, with the whole
+    /// entry prefetched; that also slowed 8 bytes (0.095 against 0.089), so the tag's
+    /// own line is left alone: fetched before the sender writes it, it is only taken
+    /// away again. (Two lines against the whole payload: within the noise.)
     fn prefetch_posts(&self, s: u64, wait: Wait, read: usize) {
         let len = read.min(self.post_payload());
         if len == 0 {

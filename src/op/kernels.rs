@@ -1318,38 +1318,25 @@ mod avx512 {
     pub(super) fn kernel(op: super::BuiltinOp, elem: super::Elem) -> Option<Kernel> {
         use super::avx2;
         use super::{BuiltinOp as O, Elem as E};
-        // From FMINMAX_256 bytes on, the AVX2 kernel (see there).
+        // This level's kernel `$k`, or from FMINMAX_256 bytes on AVX2's `$k` (see there).
         // SAFETY (each wrapper): handed out only at `SimdLevel::Avx512` (the CPU has
         // AVX-512, and so AVX2: `simd_level` checks AVX2 first).
+        macro_rules! by_size {
+            ($k:ident) => {
+                |a, b| unsafe {
+                    if b.len() >= FMINMAX_256 {
+                        avx2::$k(a, b)
+                    } else {
+                        $k(a, b)
+                    }
+                }
+            };
+        }
         Some(match (op, elem) {
-            (O::Max, E::F64) => |a, b| unsafe {
-                if b.len() >= FMINMAX_256 {
-                    avx2::max_f64(a, b)
-                } else {
-                    max_f64(a, b)
-                }
-            },
-            (O::Min, E::F64) => |a, b| unsafe {
-                if b.len() >= FMINMAX_256 {
-                    avx2::min_f64(a, b)
-                } else {
-                    min_f64(a, b)
-                }
-            },
-            (O::Max, E::F32) => |a, b| unsafe {
-                if b.len() >= FMINMAX_256 {
-                    avx2::max_f32(a, b)
-                } else {
-                    max_f32(a, b)
-                }
-            },
-            (O::Min, E::F32) => |a, b| unsafe {
-                if b.len() >= FMINMAX_256 {
-                    avx2::min_f32(a, b)
-                } else {
-                    min_f32(a, b)
-                }
-            },
+            (O::Max, E::F64) => by_size!(max_f64),
+            (O::Min, E::F64) => by_size!(min_f64),
+            (O::Max, E::F32) => by_size!(max_f32),
+            (O::Min, E::F32) => by_size!(min_f32),
             // (MINLOC/MAXLOC on MPI_DOUBLE_INT take the AVX2 kernel: an AVX-512 one with
             // four pairs per vector and a masked store that skips the padding ran at
             // 0.57-0.67x its speed at every size from 4 KiB to 4 MiB, and 0.85-0.9x

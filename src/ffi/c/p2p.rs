@@ -367,9 +367,10 @@ fn sendrecv(
     let rid = p2p::irecv_into(&c, b, source, recvtag)?;
     let sid = start_send(a, Mode::Standard)?;
     let st = p2p::wait(rid)?;
-    p2p::wait(sid)?;
+    let sent = p2p::wait(sid)?;
     put_status(status, &st);
-    status_error(&st)
+    status_error(&st)?;
+    status_error(&sent)
 }
 
 counted!(MPI_Sendrecv, PMPI_Sendrecv, MPI_Sendrecv_c, PMPI_Sendrecv_c, (sendbuf: *const c_void, sendcount: Count, sendtype: i32, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: i32, source: c_int, recvtag: c_int, comm: i32, status: *mut CStatus), errcomm = comm, {
@@ -387,9 +388,10 @@ counted!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, MPI_Sendrecv_replace_c, PM
     let sid = p2p::isend(&a.comm, copy, a.dest, a.tag, Mode::Standard)?;
     let rid = p2p::irecv_into(&c, b, source, recvtag)?;
     let st = p2p::wait(rid)?;
-    p2p::wait(sid)?;
+    let sent = p2p::wait(sid)?;
     put_status(status, &st);
-    status_error(&st)
+    status_error(&st)?;
+    status_error(&sent)
 });
 
 counted!(MPI_Isendrecv, PMPI_Isendrecv, MPI_Isendrecv_c, PMPI_Isendrecv_c, (sendbuf: *const c_void, sendcount: Count, sendtype: i32, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: i32, source: c_int, recvtag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
