@@ -193,6 +193,156 @@ fn cap(hi: usize) -> usize {
     }
 }
 
+/// Whether a reduction of `kind` over `n` members of `total` bytes chooses between the
+/// direct path and the arena path by their recent speed ([`Chooser`], coll/reduce.rs
+/// `adaptive`): MPI_Reduce and MPI_Allreduce from 32 KiB on, with every member on a CPU
+/// of its own, unless `SHMPI_DIRECT` decides. The same answer at every member.
+///
+/// Why: this VM moves its two virtual CPUs between nearby and distant cores every few
+/// seconds (a cache line's round trip between them 55 ns, then 330 ns; bench/pingpong.c).
+/// The arena path hands every byte over in lines the other CPU holds modified and took
+/// 4-9x longer in the distant phase (MPI_Reduce at 2 ranks of 256 KiB / 2 MiB: 15 / 97
+/// µs, then 118 / 920); the direct path reads the other process's clean input and took
+/// 26-30 / 230-240 in both (Open MPI 27-35 / 217-224 in both). Neither wins both phases.
+pub fn adaptive(kind: Kind, total: usize, n: usize) -> bool {
+    matches!(kind, Kind::Rooted | Kind::All)
+        && mode() == Mode::Auto
+        && n > 1
+        && n <= cpus_online()
+        && total >= min_bytes().unwrap_or(32 << 10)
+}
+
+/// Member 0's wish between the direct and the arena path for the reductions of
+/// [`adaptive`], per kind and size class (32 KiB-256 KiB, -2 MiB, -16 MiB, beyond): the
+/// path whose recent calls took less time per byte, and now and then the other one
+/// (a probe), so that a change of phase is seen. A probe asks for the other path until
+/// [`Chooser::BURST`] of its calls are measured and keeps the fastest (the first calls
+/// on a path after a pause pay for cold caches: at 256 KiB 3-10x a steady call); it
+/// comes once that path has not run for [`Chooser::PROBE`] or 30 of its calls, whichever
+/// is longer. The wish takes effect some steps later (coll/reduce.rs `adaptive`), so a
+/// probe lasts longer than its burst.
+pub struct Chooser {
+    class: [Class; 8],
+}
+
+#[derive(Clone, Copy)]
+struct Class {
+    /// [direct, arena]: nanoseconds per KiB (halfway averages; 0: never measured), and
+    /// when last run.
+    est: [(f64, Option<std::time::Instant>); 2],
+    /// A probe under way: the path (arena?), calls left, fastest so far.
+    probe: Option<(bool, u32, f64)>,
+}
+
+/// The chooser of this process (member 0 of a communicator consults it).
+pub static CHOOSER: std::sync::Mutex<Chooser> = std::sync::Mutex::new(Chooser {
+    class: [Class {
+        est: [(0.0, None); 2],
+        probe: None,
+    }; 8],
+});
+
+impl Chooser {
+    /// How long the path not chosen may go unmeasured, at least.
+    const PROBE: std::time::Duration = std::time::Duration::from_millis(500);
+    /// Calls of a probe.
+    const BURST: u32 = 3;
+
+    fn class(kind: Kind, total: usize) -> usize {
+        let size = match total {
+            t if t < 256 << 10 => 0,
+            t if t < 2 * MIB => 1,
+            t if t < 16 * MIB => 2,
+            _ => 3,
+        };
+        size + if kind == Kind::All { 4 } else { 0 }
+    }
+
+    /// Whether the calls to come should take the arena path (else the direct one).
+    pub fn arena(&mut self, kind: Kind, total: usize, now: std::time::Instant) -> bool {
+        if let Some(n) = flip_every() {
+            let c = &mut self.class[Self::class(kind, total)];
+            let k = c.probe.map_or(0, |p| p.1) + 1;
+            c.probe = Some((false, k, 0.0));
+            return (k / n).is_multiple_of(2);
+        }
+        let c = &mut self.class[Self::class(kind, total)];
+        if let Some((arena, _, _)) = c.probe {
+            return arena;
+        }
+        let kib = total as f64 / 1024.0;
+        let stale = |p: (f64, Option<std::time::Instant>)| match p.1 {
+            None => true,
+            Some(t) => {
+                let call = std::time::Duration::from_nanos((p.0 * kib) as u64);
+                now.duration_since(t) > Self::PROBE.max(call * 30)
+            }
+        };
+        let [direct, arena] = c.est;
+        let pick = if stale(arena) {
+            Some(true)
+        } else if stale(direct) {
+            Some(false)
+        } else {
+            None
+        };
+        if let Some(a) = pick {
+            c.probe = Some((a, Self::BURST, f64::INFINITY));
+            return a;
+        }
+        arena.0 <= direct.0
+    }
+
+    /// Records a call of `total` bytes that took `took` on the arena path (`arena`) or
+    /// the direct one, ending at `now`.
+    pub fn record(
+        &mut self,
+        kind: Kind,
+        total: usize,
+        arena: bool,
+        took: std::time::Duration,
+        now: std::time::Instant,
+    ) {
+        if flip_every().is_some() {
+            return;
+        }
+        let per_kib = took.as_nanos() as f64 * 1024.0 / total.max(1) as f64;
+        let c = &mut self.class[Self::class(kind, total)];
+        let e = &mut c.est[arena as usize];
+        e.1 = Some(now);
+        match c.probe {
+            Some((a, left, best)) if a == arena => {
+                let best = best.min(per_kib);
+                if left > 1 {
+                    c.probe = Some((a, left - 1, best));
+                } else {
+                    e.0 = best;
+                    c.probe = None;
+                }
+            }
+            _ => {
+                e.0 = if e.0 == 0.0 {
+                    per_kib
+                } else {
+                    (e.0 + per_kib) / 2.0
+                }
+            }
+        }
+    }
+}
+
+/// `SHMPI_ADAPT_FLIP=N` (tests): member 0 wishes for the other path every N calls,
+/// whatever the timings, so that the switching itself is exercised.
+fn flip_every() -> Option<u32> {
+    static N: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("SHMPI_ADAPT_FLIP")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0)
+    })
+}
+
 /// The member-count rule of the mode (see [`Mode`]).
 fn member_count_ok(n: usize) -> bool {
     match mode() {

@@ -24,6 +24,7 @@ use super::{share, Chan};
 use crate::comm::Comm;
 use crate::error::MpiResult;
 use crate::p2p::UserBuf;
+use std::sync::atomic::Ordering;
 
 /// `inout = in op inout`, element-wise over whole elements.
 pub type RedFn<'a> = &'a (dyn Fn(&[u8], &mut [u8]) -> MpiResult<()> + Sync);
@@ -231,6 +232,9 @@ pub async fn reduce_vector(
         return Ok(());
     }
     let one = one_step_max(kind, total, ch.n);
+    if super::direct::adaptive(kind, total, ch.n) && !comm.is_inter() {
+        return adaptive(&ch, total, red, part, kind, one).await;
+    }
     // The one-step path comes first where it is taken (the vector fits in a slot, so
     // in one chunk: `chunk_size`), unless the direct path is forced.
     let one_step = total <= one && total <= ch.slot_bytes && !super::direct::forced();
@@ -248,6 +252,76 @@ pub async fn reduce_vector(
     // Only MPI_Allreduce delivers a byte to more than one member.
     let sole = kind != super::direct::Kind::All;
     reduce_group(&ch, total, red, part, &members(ch.n), sole, one).await
+}
+
+/// The path word of a channel (shm `CHAN_PATH`): the channel's generation (16 bits),
+/// the first step `f` of the latest choice (46 bits), the path from `f` on and the
+/// path before it (1 bit each, 1: direct). A word of another generation (an earlier
+/// communicator's) says: the arena path everywhere.
+fn path_word(gen: u64, f: u64, new: bool, old: bool) -> u64 {
+    (gen & 0xffff) << 48 | (f & ((1 << 46) - 1)) << 2 | (new as u64) << 1 | old as u64
+}
+
+/// What path word `w` says for generation `gen`: (`f`, path from `f` on, path before).
+fn read_path_word(w: u64, gen: u64) -> (u64, bool, bool) {
+    if w >> 48 != gen & 0xffff {
+        return (0, false, false);
+    }
+    ((w >> 2) & ((1 << 46) - 1), w & 2 != 0, w & 1 != 0)
+}
+
+/// A reduction of [`super::direct::adaptive`]: the direct path or the arena path (the
+/// one-step path, the chain or the pipeline, as without the choice).
+///
+/// Every member must take the same path without a step spent on agreeing. Member 0
+/// alone writes the channel's path word: "from step `f` on, path X; before it, path Y";
+/// every member reads it at the start of the call and takes the path it says for the
+/// call's first step (the same step number at every member). Member 0 chooses `f`
+/// beyond any step another member can have reached (its own step plus the post ring's
+/// length: no member runs further ahead), so nobody has read the word for a step at or
+/// after `f` yet; and it rewrites the word only once every member has passed the
+/// previous `f` (so that the path before the new `f`, which it copies, is the one every
+/// member took there). Member 0 times its calls and asks its [`super::direct::Chooser`]
+/// which path the calls to come should take.
+async fn adaptive(
+    ch: &Chan<'_>,
+    total: usize,
+    red: &Reduction<'_>,
+    part: &Part,
+    kind: super::direct::Kind,
+    one: usize,
+) -> MpiResult<()> {
+    use super::direct::CHOOSER;
+    let a = &ch.job.arena;
+    let word = a.chan_path(ch.comm.ctx);
+    let gen = ch.ctl().post_gen;
+    let s0 = ch.comm.step.load(Ordering::Relaxed) + 1;
+    let (f, new, old) = read_path_word(word.load(Ordering::Acquire), gen);
+    let want_direct = if s0 >= f { new } else { old };
+    let t0 = std::time::Instant::now();
+    let direct = want_direct && Box::pin(super::direct::reduce(ch, total, red, part)).await?;
+    if !direct {
+        let one_step = total <= one && total <= ch.slot_bytes;
+        if !one_step && super::chain::wanted(ch, total, red.extent) {
+            Box::pin(super::chain::reduce(ch, total, red, part)).await?;
+        } else {
+            let sole = kind != super::direct::Kind::All;
+            reduce_group(ch, total, red, part, &members(ch.n), sole, one).await?;
+        }
+    }
+    if ch.me == 0 {
+        let now = std::time::Instant::now();
+        let mut c = CHOOSER.lock().unwrap_or_else(|e| e.into_inner());
+        c.record(kind, total, !direct, now - t0, now);
+        let wish = !c.arena(kind, total, now);
+        drop(c);
+        let (f, new, _) = read_path_word(word.load(Ordering::Relaxed), gen);
+        if wish != new && ch.ctl().lowest(a, ch.n).is_some_and(|low| low >= f) {
+            let at = ch.comm.step.load(Ordering::Relaxed) + ch.ctl().post_k + 8;
+            word.store(path_word(gen, at, wish, new), Ordering::Release);
+        }
+    }
+    Ok(())
 }
 
 /// The slices `f(i)` of the members in `contrib`, in order, handed to `g`: on the stack

@@ -66,6 +66,9 @@ const CHAN_GEN: usize = 8;
 /// In the control line of a channel that is an MPI_COMM_WORLD's: how many of its ranks
 /// have entered MPI_Finalize (runtime.rs `finalize`).
 const CHAN_FINALIZING: usize = 16;
+/// In the channel's control line: which path the large reductions take from which step
+/// on (coll/reduce.rs `adaptive`; member 0 writes it).
+const CHAN_PATH: usize = 24;
 pub const CHAN_MEMBER: usize = 2 * CACHE_LINE;
 /// Maximum number of live communicators (channels) in a job.
 pub const NCHAN: usize = 2048;
@@ -629,6 +632,11 @@ impl Arena {
             .u64_at(self.lay.chan(c) + CHAN_GEN)
             .load(Ordering::Relaxed);
         ctl
+    }
+
+    /// The path word of channel `c` (`CHAN_PATH`).
+    pub fn chan_path(&self, c: usize) -> &std::sync::atomic::AtomicU64 {
+        self.u64_at(self.lay.chan(c) + CHAN_PATH)
     }
 
     /// Gives back channel `c`, just allocated by [`Arena::alloc_channel`], when no
