@@ -277,9 +277,10 @@ fn read_path_word(w: u64, gen: u64) -> (u64, bool, bool) {
 /// alone writes the channel's path word: "from step `f` on, path X; before it, path Y";
 /// every member reads it at the start of the call and takes the path it says for the
 /// call's first step (the same step number at every member). Member 0 chooses `f`
-/// beyond any step another member can have reached (its own step plus the post ring's
-/// length: no member runs further ahead), so nobody has read the word for a step at or
-/// after `f` yet; and it rewrites the word only once every member has passed the
+/// beyond any step another member can have reached (its own step plus twice the post
+/// ring's length: a member runs at most one ring ahead of the slowest, plus the chunks
+/// of a ring broadcast), so nobody has read the word for a step at or after `f` yet;
+/// and it rewrites the word only once every member has passed the
 /// previous `f` (so that the path before the new `f`, which it copies, is the one every
 /// member took there). Member 0 times its calls and asks its [`super::direct::Chooser`]
 /// which path the calls to come should take.
@@ -317,7 +318,9 @@ async fn adaptive(
         drop(c);
         let (f, new, _) = read_path_word(word.load(Ordering::Relaxed), gen);
         if wish != new && ch.ctl().lowest(a, ch.n).is_some_and(|low| low >= f) {
-            let at = ch.comm.step.load(Ordering::Relaxed) + ch.ctl().post_k + 8;
+            // (a member runs at most the post ring ahead of the slowest, plus the
+            // chunks of one ring broadcast: 2 rings are beyond reach)
+            let at = ch.comm.step.load(Ordering::Relaxed) + 2 * ch.ctl().post_k + 64;
             word.store(path_word(gen, at, wish, new), Ordering::Release);
         }
     }
