@@ -204,16 +204,21 @@ fn cap(hi: usize) -> usize {
 /// 4-9x longer in the distant phase (MPI_Reduce at 2 ranks of 256 KiB / 2 MiB: 15 / 97
 /// µs, then 118 / 920); the direct path reads the other process's clean input and took
 /// 26-30 / 230-240 in both (Open MPI 27-35 / 217-224 in both). Neither wins both phases.
+///
+/// Not from 16 MiB on: there the arena's streaming copies win the near phase by more
+/// (MPI_Reduce of 64 MiB at 2 ranks took 8.2 ms through the arena, 12.6-16.8 with the
+/// choice, whose probes of the slow path last many calls at that size), and both paths
+/// are far from the memory bound in the distant one.
 pub fn adaptive(kind: Kind, total: usize, n: usize) -> bool {
     matches!(kind, Kind::Rooted | Kind::All)
         && mode() == Mode::Auto
         && n > 1
         && n <= cpus_online()
-        && total >= min_bytes().unwrap_or(32 << 10)
+        && (min_bytes().unwrap_or(32 << 10)..16 * MIB).contains(&total)
 }
 
 /// Member 0's wish between the direct and the arena path for the reductions of
-/// [`adaptive`], per kind and size class (32 KiB-256 KiB, -2 MiB, -16 MiB, beyond): the
+/// [`adaptive`], per kind and size class (32 KiB-256 KiB, -2 MiB, -16 MiB): the
 /// path whose recent calls took less time per byte, and now and then the other one
 /// (a probe), so that a change of phase is seen. A probe asks for the other path until
 /// [`Chooser::BURST`] of its calls are measured and keeps the fastest (the first calls
@@ -243,8 +248,10 @@ pub static CHOOSER: std::sync::Mutex<Chooser> = std::sync::Mutex::new(Chooser {
 });
 
 impl Chooser {
-    /// How long the path not chosen may go unmeasured, at least.
-    const PROBE: std::time::Duration = std::time::Duration::from_millis(500);
+    /// How long the path not chosen may go unmeasured, at least. (The phases of the
+    /// benchmark VM last 7-8 s; a probe of the slow path costs tens of calls, since the
+    /// wish takes effect hundreds of steps later: 0.5 s cost 3-12% at 2-16 MiB.)
+    const PROBE: std::time::Duration = std::time::Duration::from_secs(2);
     /// Calls of a probe.
     const BURST: u32 = 3;
 
