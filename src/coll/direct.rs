@@ -237,6 +237,8 @@ struct Class {
     est: [(f64, Option<std::time::Instant>); 2],
     /// A probe under way: the path (arena?), calls left, fastest so far.
     probe: Option<(bool, u32, f64)>,
+    /// Calls so far (only under `SHMPI_ADAPT_FLIP`).
+    calls: u32,
 }
 
 /// The chooser of this process (member 0 of a communicator consults it).
@@ -244,6 +246,7 @@ pub static CHOOSER: std::sync::Mutex<Chooser> = std::sync::Mutex::new(Chooser {
     class: [Class {
         est: [(0.0, None); 2],
         probe: None,
+        calls: 0,
     }; 8],
 });
 
@@ -267,13 +270,11 @@ impl Chooser {
 
     /// Whether the calls to come should take the arena path (else the direct one).
     pub fn arena(&mut self, kind: Kind, total: usize, now: std::time::Instant) -> bool {
-        if let Some(n) = flip_every() {
-            let c = &mut self.class[Self::class(kind, total)];
-            let k = c.probe.map_or(0, |p| p.1) + 1;
-            c.probe = Some((false, k, 0.0));
-            return (k / n).is_multiple_of(2);
-        }
         let c = &mut self.class[Self::class(kind, total)];
+        if let Some(n) = flip_every() {
+            c.calls = c.calls.wrapping_add(1);
+            return (c.calls / n).is_multiple_of(2);
+        }
         if let Some((arena, _, _)) = c.probe {
             return arena;
         }
