@@ -227,7 +227,7 @@ pub fn adaptive(kind: Kind, total: usize, n: usize) -> bool {
 /// is longer. The wish takes effect some steps later (coll/reduce.rs `adaptive`), so a
 /// probe lasts longer than its burst.
 pub struct Chooser {
-    class: [Class; 8],
+    class: [Class; 6],
 }
 
 #[derive(Clone, Copy)]
@@ -247,7 +247,7 @@ pub static CHOOSER: std::sync::Mutex<Chooser> = std::sync::Mutex::new(Chooser {
         est: [(0.0, None); 2],
         probe: None,
         calls: 0,
-    }; 8],
+    }; 6],
 });
 
 impl Chooser {
@@ -259,13 +259,13 @@ impl Chooser {
     const BURST: u32 = 3;
 
     fn class(kind: Kind, total: usize) -> usize {
+        // (`adaptive` sizes stop below 16 MiB)
         let size = match total {
             t if t < 256 << 10 => 0,
             t if t < 2 * MIB => 1,
-            t if t < 16 * MIB => 2,
-            _ => 3,
+            _ => 2,
         };
-        size + if kind == Kind::All { 4 } else { 0 }
+        size + if kind == Kind::All { 3 } else { 0 }
     }
 
     /// Whether the calls to come should take the arena path (else the direct one).
