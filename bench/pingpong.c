@@ -6,7 +6,9 @@
  * several times slower.
  *
  * Build: cc -O2 -pthread -Wall -Wextra -Werror -o pingpong bench/pingpong.c
- * Run:   ./pingpong [SECONDS]      (prints "<time> s: <ns> ns/round trip" lines) */
+ * Run:   ./pingpong [SECONDS [INTERVAL]]   (prints "<time> s: <ns> ns/round trip" lines,
+ *        one per INTERVAL seconds, default 0.5; `make bench` runs `pingpong 0.1 0.1`
+ *        before and after every collective run to learn the phase it ran in) */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -50,6 +52,8 @@ static void *answer(void *arg) {
 
 int main(int argc, char **argv) {
     double secs = argc > 1 ? atof(argv[1]) : 20.0;
+    double every = argc > 2 ? atof(argv[2]) : 0.5;
+    if (!(every > 0.0)) every = 0.5;
     pin(0);
     pthread_t t;
     if (pthread_create(&t, NULL, answer, NULL) != 0) return 1;
@@ -58,7 +62,7 @@ int main(int argc, char **argv) {
     while (now() - t0 < secs) {
         double s = now();
         long trips = 0;
-        while (now() - s < 0.5) {
+        while (now() - s < every) {
             for (int i = 0; i < 1000; i++) {
                 atomic_store_explicit(&ball, v + 1, memory_order_release);
                 v += 2;

@@ -2,17 +2,19 @@
 """Build and run the collective benchmarks against shmpi, MPICH and Open MPI.
 
 Builds bench/collbench.c and bench/reduce_local.c once per implementation,
-runs collbench at np 2, 4, 8 (five rounds; in each the three implementations
+runs collbench at np 2, 4, 8 (three rounds; in each the three implementations
 back to back, one collective at a time, in a rotating order, so drift on a shared
-machine hits them alike; a cell is the median over the rounds) and reduce_local at
-np 1, then writes:
+machine hits them alike; every run starts in the machine's near phase, see
+Phase; a cell is the median over the rounds) and reduce_local at np 1, then
+writes:
 
   bench/results.md   markdown tables (latency per collective, ratios, GB/s)
   bench/results.csv  every raw measurement (one row per round)
   bench/latency.png  latency vs size, log-log, one panel per collective x np
 
 Environment: BENCH_QUICK=1 for a ~2 minute subset; BENCH_NP="2 4" to pick the
-process counts; BENCH_OUT=dir to write the outputs elsewhere.
+process counts; BENCH_OUT=dir to write the outputs elsewhere; BENCH_PHASE=any to
+start runs without waiting for the near phase.
 `bench/run.py --plot-only` redraws latency.png from an existing results.csv.
 `bench/run.py --agree` (make bench-agree) measures what the collective argument
 agreement check costs: see agree_bench().
@@ -95,11 +97,10 @@ else:
     RL_SIZES = [8 * 8 ** i for i in range(8)] + [64 << 20]
     RL_T = "0.05"
     RL_ROUNDS = 3
-    # Five: the slow phases of this VM (below) last seconds to minutes and hit one
-    # implementation's run at a time; with three rounds a cell's median still landed in
-    # one now and then (two slow rounds of three), and the same cell was fast minutes
-    # later. A round of everything takes about 2 minutes, so a cell's rounds lie apart.
-    COLL_ROUNDS = 5
+    # Three: every run starts in the near phase (Phase below), which took away the
+    # reason for five (a cell's median landing in the distant phase when three of five
+    # runs of one implementation did).
+    COLL_ROUNDS = 3
     TIMEOUT = 300
 if os.environ.get("BENCH_NP"):
     NPS = [int(x) for x in os.environ["BENCH_NP"].split()]
@@ -107,6 +108,70 @@ if os.environ.get("BENCH_NP"):
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
+
+
+PINGPONG = os.path.join(BUILD, "pingpong")
+
+
+class Phase:
+    """The state of the machine's two CPUs, as bench/pingpong.c sees it: nanoseconds
+    per round trip of one cache line between CPU 0 and CPU 1, over 0.1 s.
+
+    The development VM alternates, every few seconds, between a near phase (about
+    55 ns) and a distant one (about 330 ns: the host has moved the virtual CPUs apart).
+    Everything that moves data between ranks slows down 2-10x in the distant phase,
+    for every implementation, so a comparison is only fair when the runs compared
+    met the same phase. Each collective run therefore starts once a probe says
+    "near" (waiting up to WAIT s), is probed again when it ends, and is run once more
+    if the phase changed under it. A probe is near when within NEAR_FACTOR of the
+    fastest probe of the whole bench; runs are labelled when the bench ends, so the
+    label does not depend on what the early probes had seen. On a machine without
+    phases every probe is near and nothing waits."""
+
+    WAIT = 40.0
+    NEAR_FACTOR = 2.5
+
+    def __init__(self):
+        self.enabled = os.environ.get("BENCH_PHASE", "") != "any" and (os.cpu_count() or 1) >= 2
+        self.best = None
+        self.waited = 0.0
+
+    def probe(self):
+        if not self.enabled:
+            return None
+        try:
+            out = subprocess.run([PINGPONG, "0.1", "0.1"], capture_output=True, text=True,
+                                 timeout=10).stdout.split()
+            ns = float(out[2])
+        except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+            log("bench: pingpong probe failed; runs start without waiting for a phase")
+            self.enabled = False
+            return None
+        self.best = ns if self.best is None else min(self.best, ns)
+        return ns
+
+    def near(self, ns, best=None):
+        best = self.best if best is None else best
+        return ns is None or best is None or ns <= self.NEAR_FACTOR * best
+
+    def calibrate(self, secs=12.0):
+        """Probe for a while first, so the near phase's speed is known (the VM's
+        phases last 3-10 s)."""
+        t0 = time.time()
+        while self.enabled and time.time() - t0 < secs:
+            self.probe()
+            time.sleep(0.4)
+        if self.best is not None:
+            log(f"bench: fastest cache-line round trip between CPU 0 and 1: {self.best:.0f} ns")
+
+    def wait_near(self):
+        t0 = time.time()
+        ns = self.probe()
+        while not self.near(ns) and time.time() - t0 < self.WAIT:
+            time.sleep(0.3)
+            ns = self.probe()
+        self.waited += time.time() - t0
+        return ns
 
 
 def build():
@@ -119,6 +184,10 @@ def build():
                               "-o", out, os.path.join(BENCH, prog + ".c")]
             log("build: " + " ".join(cmd))
             subprocess.run(cmd, check=True)
+    cmd = ["cc", "-O2", "-pthread", "-Wall", "-Wextra", "-Werror", "-o", PINGPONG,
+           os.path.join(BENCH, "pingpong.c")]
+    log("build: " + " ".join(cmd))
+    subprocess.run(cmd, check=True)
 
 
 def run(cmd, env_extra, timeout):
@@ -177,15 +246,15 @@ def main():
     # lat[(impl, coll, np, bytes)] = (median_us, min_us); status[(impl, coll, np)]
     lat = {}
     status = {}
-    raw = ["kind,impl,op,np,bytes,median_us,min_us,iters"]
+    raw = ["kind,impl,op,np,bytes,median_us,min_us,iters,probe_before_ns,probe_after_ns"]
     maxsize = ",".join(str(s) for s in SIZES)
     # COLL_ROUNDS rounds of every (np, collective), the three implementations back to
     # back in an order that rotates from round to round; a cell is the median over the
-    # rounds. One run of a collective can land in a slow phase of this VM: for seconds
-    # at a time every cache-line hand-off between the two virtual CPUs costs about 3x
-    # (seen with the ranks on different CPUs and both at 100%: the host moves the
-    # virtual CPUs between its cores), which hits whichever implementation runs then.
-    coll_samples = {}
+    # rounds that ran in the near phase (Phase).
+    phase = Phase()
+    phase.calibrate()
+    coll_samples = {}  # key -> [(median, min, before_ns, after_ns)]
+    reruns = 0
     for rnd in range(COLL_ROUNDS):
         for np_ in NPS:
             for c, coll in enumerate(COLLS):
@@ -194,20 +263,30 @@ def main():
                     cmd = launcher(impl, np_) + [
                         os.path.join(BUILD, f"collbench.{impl}"), "-l", impl, "-o", coll,
                         "-s", maxsize, "-t", CELL_T, "-b", BATCHES]
-                    log(f"run: np={np_} {coll} {impl} (round {rnd + 1} of {COLL_ROUNDS})")
-                    t0 = time.time()
-                    out, st = run(cmd, ENV[impl], TIMEOUT)
-                    if status.get((impl, coll, np_), "ok") == "ok":
-                        status[(impl, coll, np_)] = st
-                    for line in out.splitlines():
-                        f = line.split()
-                        if len(f) >= 8 and f[0] == "RESULT":
-                            key = (f[1], f[2], int(f[3]), int(f[4]))
-                            coll_samples.setdefault(key, []).append((float(f[5]), float(f[6])))
-                            raw.append("coll," + ",".join(f[1:8]))
-                    log(f"  {st} in {time.time() - t0:.1f} s")
-    for key, v in coll_samples.items():
-        lat[key] = (statistics.median(m for m, _ in v), min(x for _, x in v))
+                    for attempt in range(2):
+                        log(f"run: np={np_} {coll} {impl} (round {rnd + 1} of {COLL_ROUNDS})")
+                        before = phase.wait_near()
+                        t0 = time.time()
+                        out, st = run(cmd, ENV[impl], TIMEOUT)
+                        secs = time.time() - t0
+                        after = phase.probe()
+                        if status.get((impl, coll, np_), "ok") == "ok":
+                            status[(impl, coll, np_)] = st
+                        probes = ",".join("" if x is None else f"{x:.0f}" for x in (before, after))
+                        for line in out.splitlines():
+                            f = line.split()
+                            if len(f) >= 8 and f[0] == "RESULT":
+                                key = (f[1], f[2], int(f[3]), int(f[4]))
+                                coll_samples.setdefault(key, []).append(
+                                    (float(f[5]), float(f[6]), before, after))
+                                raw.append("coll," + ",".join(f[1:8]) + "," + probes)
+                        log(f"  {st} in {secs:.1f} s; probes {probes} ns")
+                        if st != "ok" or (phase.near(before) and phase.near(after)):
+                            break
+                        if attempt == 0:
+                            reruns += 1
+                            log("  the phase changed during the run: once more")
+    lat, far_only = aggregate(coll_samples, phase)
 
     # reduce_local at np 1 (started through each launcher): RL_ROUNDS rounds; in each,
     # one process per (size, implementation), the three implementations back to back
@@ -242,7 +321,8 @@ def main():
     steal = None
     if ticks0 and ticks1 and ticks1[1] > ticks0[1]:
         steal = 100.0 * (ticks1[0] - ticks0[0]) / (ticks1[1] - ticks0[1])
-    md = report(lat, status, gbs, load0, load1, elapsed, steal)
+    md = report(lat, status, gbs, load0, load1, elapsed, steal,
+                (phase, reruns, far_only))
     os.makedirs(OUTDIR, exist_ok=True)
     with open(os.path.join(OUTDIR, "results.md"), "w") as f:
         f.write(md)
@@ -251,6 +331,20 @@ def main():
     plot(lat, os.path.join(OUTDIR, "latency.png"))
     print(md)
     log(f"bench: wrote {OUTDIR}/results.md, results.csv, latency.png in {elapsed:.0f} s")
+
+
+def aggregate(coll_samples, phase):
+    """A cell's latency: the median over its runs whose probes before and after were
+    both near (judged against the fastest probe of the whole bench); if it has none,
+    the median over all its runs, and the cell is listed in far_only."""
+    lat, far_only = {}, []
+    for key, v in coll_samples.items():
+        near = [x for x in v if phase.near(x[2]) and phase.near(x[3])]
+        if not near:
+            near = v
+            far_only.append(key)
+        lat[key] = (statistics.median(x[0] for x in near), min(x[1] for x in near))
+    return lat, far_only
 
 
 def cell_value(lat, status, impl, coll, np_, b):
@@ -310,7 +404,7 @@ def cpu_ticks():
         return None
 
 
-def report(lat, status, gbs, load0, load1, elapsed, steal=None):
+def report(lat, status, gbs, load0, load1, elapsed, steal=None, phases=None):
     L = []
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     L.append(f"Run {now}, {'quick' if QUICK else 'full'} mode, {elapsed:.0f} s; "
@@ -321,6 +415,20 @@ def report(lat, status, gbs, load0, load1, elapsed, steal=None):
         L.append(f"CPU time stolen by the hypervisor during the run: {steal:.1f}% "
                  "(from /proc/stat; when high, a spinning rank may keep its peer's "
                  "virtual CPU from running).")
+    if phases is not None:
+        ph, reruns, far_only = phases
+        if ph.enabled and ph.best is not None:
+            L.append(f"Phase: every collective run started once `bench/pingpong.c` measured a "
+                     f"cache-line round trip between CPU 0 and 1 within {ph.NEAR_FACTOR}x of "
+                     f"the fastest probe ({ph.best:.0f} ns); waiting for it took "
+                     f"{ph.waited:.0f} s in all; {reruns} runs met a phase change and ran "
+                     f"once more; cells are medians over the runs probed near before and "
+                     f"after" + (f"; {len(far_only)} cells had no such run (median over all "
+                                 "their runs): " + ", ".join(f"{k[0]} {k[1]} np{k[2]} {human(k[3]) if k[3] else '-'}"
+                                                             for k in sorted(far_only))
+                                 if far_only else "") + ".")
+        else:
+            L.append("Phase: runs started without probing the machine's phase.")
     L.append("")
     L.append("Settings:")
     for impl in IMPLS:
@@ -328,7 +436,7 @@ def report(lat, status, gbs, load0, load1, elapsed, steal=None):
     L.append("")
     L.append("Latency: median over batches of (batch time / iterations), max over ranks, in "
              f"microseconds; the median of {COLL_ROUNDS} rounds (separate runs, the three "
-             "implementations back to back in a rotating order). Ratios are shmpi / other: below 1 means shmpi is faster. "
+             "implementations back to back in a rotating order; see Phase above). Ratios are shmpi / other: below 1 means shmpi is faster. "
              "For the reduce-scatter rows the size is each rank's whole send vector "
              "(each rank receives size/np). `timeout`: the run was killed after "
              f"{TIMEOUT} s.")
