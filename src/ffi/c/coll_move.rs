@@ -86,7 +86,7 @@ fn no_alias(
 }
 
 /// The one block a process sends (or receives) in a gather (or scatter).
-fn one_block(count: c_int, dt: i32, what: &str) -> MpiResult<Side> {
+fn one_block<C: Into<i64> + Copy>(count: C, dt: i32, what: &str) -> MpiResult<Side> {
     let t = check::datatype(dt, &format!("{what}type"))?;
     Ok(Side(vec![(
         check::count(count, &format!("{what}count"))?,
@@ -95,16 +95,16 @@ fn one_block(count: c_int, dt: i32, what: &str) -> MpiResult<Side> {
     )]))
 }
 
-fn uniform(count: c_int, dt: i32, m: usize, what: &str) -> MpiResult<Side> {
+fn uniform<C: Into<i64> + Copy>(count: C, dt: i32, m: usize, what: &str) -> MpiResult<Side> {
     let t = check::datatype(dt, &format!("{what}type"))?;
     let n = check::count(count, &format!("{what}count"))?;
     let stride = check::span(&t, n)? as isize;
     Ok(Side((0..m).map(|k| (n, k as isize * stride, t)).collect()))
 }
 
-fn vside(
-    counts: *const c_int,
-    displs: *const c_int,
+fn vside<C: Into<i64> + Copy, D: Into<i64> + Copy>(
+    counts: *const C,
+    displs: *const D,
     dt: i32,
     m: usize,
     what: &str,
@@ -116,7 +116,7 @@ fn vside(
         .map(|k| {
             Ok((
                 check::count(c[k], &format!("{what}counts[{k}]"))?,
-                d[k] as isize * t.extent as isize,
+                disp(d[k], t.extent, "displs", k)?,
                 t,
             ))
         })
@@ -124,9 +124,23 @@ fn vside(
         .map(Side)
 }
 
-fn wside(
-    counts: *const c_int,
-    displs: *const c_int,
+/// Displacement `d` (argument `arg`, element `k`) in units of `unit` bytes, as a byte
+/// offset.
+fn disp<D: Into<i64>>(d: D, unit: usize, arg: &str, k: usize) -> MpiResult<isize> {
+    let d: i64 = d.into();
+    d.checked_mul(unit as i64)
+        .and_then(|b| isize::try_from(b).ok())
+        .ok_or_else(|| {
+            err(
+                MPI_ERR_ARG,
+                format!("{arg}[{k}]={d} (x {unit} bytes) overflows an address"),
+            )
+        })
+}
+
+fn wside<C: Into<i64> + Copy, D: Into<i64> + Copy>(
+    counts: *const C,
+    displs: *const D,
     types: *const i32,
     m: usize,
     what: &str,
@@ -134,12 +148,13 @@ fn wside(
     let c = check::array(counts, m, &format!("{what}counts"))?;
     let d = check::array(displs, m, &format!("{what}displs"))?;
     let ty = check::array(types, m, &format!("{what}types"))?;
+    let dname = format!("{what}displs");
     (0..m)
         .map(|k| {
             let t = check::datatype(ty[k], &format!("{what}types[{k}]"))?;
             Ok((
                 check::count(c[k], &format!("{what}counts[{k}]"))?,
-                d[k] as isize,
+                disp(d[k], 1, &dname, k)?,
                 t,
             ))
         })
@@ -174,7 +189,7 @@ fn side_ends(side: &Side, arg: Arg) -> Vec<FlowEnd> {
 
 /// The end of a single (count, datatype) argument pair, or nothing if invalid (the
 /// plan reports that).
-fn one_end(count: c_int, dt: i32, arg: Arg) -> FlowEnd {
+fn one_end<C: Into<i64> + Copy>(count: C, dt: i32, arg: Arg) -> FlowEnd {
     match (
         check::count(count, "count"),
         check::datatype(dt, "datatype"),
@@ -421,10 +436,10 @@ pub async fn find_root(ch: &Chan<'_>, me_root: bool) -> MpiResult<usize> {
 // ---------------------------------------------------------------- Gather(v), Allgather(v)
 
 /// Gather-like: `recv` (if this process receives) per peer; `send` this process's piece.
-fn gather_like(
+fn gather_like<C: Into<i64> + Copy>(
     c: &Arc<Comm>,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: i32,
     recvbuf: *mut c_void,
     recv: Option<Side>,
@@ -553,12 +568,12 @@ fn root_recv<F: FnOnce(usize) -> MpiResult<Side>>(
     }
 }
 
-fn gather_plan(
+fn gather_plan<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: i32,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: i32,
     root: c_int,
     comm: i32,
@@ -592,14 +607,16 @@ fn gather_plan(
 
 crate::coll_entry!(MPI_Gather, PMPI_Gather, MPI_Igather, PMPI_Igather, MPI_Gather_init, PMPI_Gather_init, gather_plan, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32));
+crate::coll_entry!(MPI_Gather_c, PMPI_Gather_c, MPI_Igather_c, PMPI_Igather_c, MPI_Gather_init_c, PMPI_Gather_init_c, gather_plan, comm,
+    (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void, recvcount: i64, recvtype: i32, root: c_int, comm: i32));
 
-fn gatherv_plan(
+fn gatherv_plan<C: Into<i64> + Copy, D: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: i32,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const C,
+    displs: *const D,
     recvtype: i32,
     root: c_int,
     comm: i32,
@@ -633,13 +650,15 @@ fn gatherv_plan(
 
 crate::coll_entry!(MPI_Gatherv, PMPI_Gatherv, MPI_Igatherv, PMPI_Igatherv, MPI_Gatherv_init, PMPI_Gatherv_init, gatherv_plan, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: i32, root: c_int, comm: i32));
+crate::coll_entry!(MPI_Gatherv_c, PMPI_Gatherv_c, MPI_Igatherv_c, PMPI_Igatherv_c, MPI_Gatherv_init_c, PMPI_Gatherv_init_c, gatherv_plan, comm,
+    (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: i32, root: c_int, comm: i32));
 
-fn allgather_plan(
+fn allgather_plan<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: i32,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: i32,
     comm: i32,
 ) -> Plan {
@@ -672,14 +691,16 @@ fn allgather_plan(
 
 crate::coll_entry!(MPI_Allgather, PMPI_Allgather, MPI_Iallgather, PMPI_Iallgather, MPI_Allgather_init, PMPI_Allgather_init, allgather_plan, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, comm: i32));
+crate::coll_entry!(MPI_Allgather_c, PMPI_Allgather_c, MPI_Iallgather_c, PMPI_Iallgather_c, MPI_Allgather_init_c, PMPI_Allgather_init_c, allgather_plan, comm,
+    (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void, recvcount: i64, recvtype: i32, comm: i32));
 
-fn allgatherv_plan(
+fn allgatherv_plan<C: Into<i64> + Copy, D: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: i32,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const C,
+    displs: *const D,
     recvtype: i32,
     comm: i32,
 ) -> Plan {
@@ -712,15 +733,17 @@ fn allgatherv_plan(
 
 crate::coll_entry!(MPI_Allgatherv, PMPI_Allgatherv, MPI_Iallgatherv, PMPI_Iallgatherv, MPI_Allgatherv_init, PMPI_Allgatherv_init, allgatherv_plan, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: i32, comm: i32));
+crate::coll_entry!(MPI_Allgatherv_c, PMPI_Allgatherv_c, MPI_Iallgatherv_c, PMPI_Iallgatherv_c, MPI_Allgatherv_init_c, PMPI_Allgatherv_init_c, allgatherv_plan, comm,
+    (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: i32, comm: i32));
 
 // ---------------------------------------------------------------- Scatter(v)
 
-fn scatter_like(
+fn scatter_like<C: Into<i64> + Copy>(
     c: &Arc<Comm>,
     sendbuf: *const c_void,
     send: Option<Side>,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: i32,
     root: c_int,
     vary: bool,
@@ -852,12 +875,12 @@ fn root_send<F: FnOnce(usize) -> MpiResult<Side>>(
     root_recv(c, root, make)
 }
 
-fn scatter_plan(
+fn scatter_plan<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: i32,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: i32,
     root: c_int,
     comm: i32,
@@ -882,14 +905,16 @@ fn scatter_plan(
 
 crate::coll_entry!(MPI_Scatter, PMPI_Scatter, MPI_Iscatter, PMPI_Iscatter, MPI_Scatter_init, PMPI_Scatter_init, scatter_plan, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32));
+crate::coll_entry!(MPI_Scatter_c, PMPI_Scatter_c, MPI_Iscatter_c, PMPI_Iscatter_c, MPI_Scatter_init_c, PMPI_Scatter_init_c, scatter_plan, comm,
+    (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void, recvcount: i64, recvtype: i32, root: c_int, comm: i32));
 
-fn scatterv_plan(
+fn scatterv_plan<C: Into<i64> + Copy, D: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcounts: *const C,
+    displs: *const D,
     sendtype: i32,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: i32,
     root: c_int,
     comm: i32,
@@ -914,6 +939,8 @@ fn scatterv_plan(
 
 crate::coll_entry!(MPI_Scatterv, PMPI_Scatterv, MPI_Iscatterv, PMPI_Iscatterv, MPI_Scatterv_init, PMPI_Scatterv_init, scatterv_plan, comm,
     (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, root: c_int, comm: i32));
+crate::coll_entry!(MPI_Scatterv_c, PMPI_Scatterv_c, MPI_Iscatterv_c, PMPI_Iscatterv_c, MPI_Scatterv_init_c, PMPI_Scatterv_init_c, scatterv_plan, comm,
+    (sendbuf: *const c_void, sendcounts: *const i64, displs: *const i64, sendtype: i32, recvbuf: *mut c_void, recvcount: i64, recvtype: i32, root: c_int, comm: i32));
 
 // ---------------------------------------------------------------- Alltoall(v, w)
 
@@ -1008,12 +1035,12 @@ fn alltoall_flows(
     })
 }
 
-fn alltoall_plan(
+fn alltoall_plan<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: i32,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: i32,
     comm: i32,
 ) -> Plan {
@@ -1036,15 +1063,17 @@ fn alltoall_plan(
 
 crate::coll_entry!(MPI_Alltoall, PMPI_Alltoall, MPI_Ialltoall, PMPI_Ialltoall, MPI_Alltoall_init, PMPI_Alltoall_init, alltoall_plan, comm,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void, recvcount: c_int, recvtype: i32, comm: i32));
+crate::coll_entry!(MPI_Alltoall_c, PMPI_Alltoall_c, MPI_Ialltoall_c, PMPI_Ialltoall_c, MPI_Alltoall_init_c, PMPI_Alltoall_init_c, alltoall_plan, comm,
+    (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void, recvcount: i64, recvtype: i32, comm: i32));
 
-fn alltoallv_plan(
+fn alltoallv_plan<C: Into<i64> + Copy, D: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const C,
+    sdispls: *const D,
     sendtype: i32,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const C,
+    rdispls: *const D,
     recvtype: i32,
     comm: i32,
 ) -> Plan {
@@ -1067,15 +1096,17 @@ fn alltoallv_plan(
 
 crate::coll_entry!(MPI_Alltoallv, PMPI_Alltoallv, MPI_Ialltoallv, PMPI_Ialltoallv, MPI_Alltoallv_init, PMPI_Alltoallv_init, alltoallv_plan, comm,
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: i32, comm: i32));
+crate::coll_entry!(MPI_Alltoallv_c, PMPI_Alltoallv_c, MPI_Ialltoallv_c, PMPI_Ialltoallv_c, MPI_Alltoallv_init_c, PMPI_Alltoallv_init_c, alltoallv_plan, comm,
+    (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtype: i32, comm: i32));
 
-fn alltoallw_plan(
+fn alltoallw_plan<C: Into<i64> + Copy, D: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const C,
+    sdispls: *const D,
     sendtypes: *const i32,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const C,
+    rdispls: *const D,
     recvtypes: *const i32,
     comm: i32,
 ) -> Plan {
@@ -1098,3 +1129,5 @@ fn alltoallw_plan(
 
 crate::coll_entry!(MPI_Alltoallw, PMPI_Alltoallw, MPI_Ialltoallw, PMPI_Ialltoallw, MPI_Alltoallw_init, PMPI_Alltoallw_init, alltoallw_plan, comm,
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const i32, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const i32, comm: i32));
+crate::coll_entry!(MPI_Alltoallw_c, PMPI_Alltoallw_c, MPI_Ialltoallw_c, PMPI_Ialltoallw_c, MPI_Alltoallw_init_c, PMPI_Alltoallw_init_c, alltoallw_plan, comm,
+    (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtypes: *const i32, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtypes: *const i32, comm: i32));

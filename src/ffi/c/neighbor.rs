@@ -111,17 +111,12 @@ fn not_in_place(p: *const c_void, arg: &str) -> MpiResult<()> {
     Ok(())
 }
 
-/// `n` entries of an int array argument (none read when n == 0).
-fn ints<'a>(p: *const c_int, n: usize, arg: &str) -> MpiResult<&'a [c_int]> {
-    check::array(p, n, arg)
-}
-
 /// Blocks of one side where every block has the same count and type, at `stride`
 /// extents apart (0: the same buffer for all).
-fn uniform(
+fn uniform<C: Into<i64> + Copy>(
     base: *const c_void,
     n: usize,
-    count: c_int,
+    count: C,
     dt: i32,
     side: &str,
     stride: bool,
@@ -143,22 +138,23 @@ fn uniform(
 }
 
 /// Blocks with their own counts and displacements (in extents of one type).
-fn varying(
+fn varying<C: Into<i64> + Copy, D: Into<i64> + Copy>(
     base: *const c_void,
     n: usize,
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: *const C,
+    displs: *const D,
     dt: i32,
     side: &str,
     displs_name: &str,
 ) -> MpiResult<Vec<Block>> {
     let t = check::datatype(dt, &format!("{side}type"))?;
-    let counts = ints(counts, n, &format!("{side}counts"))?;
-    let displs = ints(displs, n, displs_name)?;
+    let counts = check::array(counts, n, &format!("{side}counts"))?;
+    let displs = check::array(displs, n, displs_name)?;
     (0..n)
         .map(|i| {
+            let d: i64 = displs[i].into();
             Ok(Block {
-                at: at(base, displs[i] as isize * t.extent as isize),
+                at: at(base, (d as isize).wrapping_mul(t.extent as isize)),
                 count: check::count(counts[i], &format!("{side}counts[{i}]"))?,
                 t,
             })
@@ -167,15 +163,15 @@ fn varying(
 }
 
 /// Blocks with their own counts, byte displacements and types (the w form).
-fn typed(
+fn typed<C: Into<i64> + Copy>(
     base: *const c_void,
     n: usize,
-    counts: *const c_int,
+    counts: *const C,
     displs: *const Aint,
     types: *const i32,
     side: &str,
 ) -> MpiResult<Vec<Block>> {
-    let counts = ints(counts, n, &format!("{side}counts"))?;
+    let counts = check::array(counts, n, &format!("{side}counts"))?;
     let displs = check::array(displs, n, &format!("{side}displs"))?;
     let types = check::array(types, n, &format!("{side}types"))?;
     (0..n)
@@ -307,12 +303,12 @@ fn exchange(
 /// Allgather (`spread` false: one send block for every destination) and alltoall
 /// (`spread` true: send block j for destination j).
 #[allow(clippy::too_many_arguments)]
-fn uniform_exchange(
+fn uniform_exchange<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: i32,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: i32,
     comm: i32,
     spread: bool,
@@ -325,12 +321,12 @@ fn uniform_exchange(
     })
 }
 
-fn allgather(
+fn allgather<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: i32,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: i32,
     comm: i32,
 ) -> MpiResult<Exchange> {
@@ -339,12 +335,12 @@ fn allgather(
     )
 }
 
-fn alltoall(
+fn alltoall<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: i32,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: i32,
     comm: i32,
 ) -> MpiResult<Exchange> {
@@ -354,13 +350,13 @@ fn alltoall(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn allgatherv(
+fn allgatherv<C: Into<i64> + Copy, D: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: i32,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const C,
+    displs: *const D,
     recvtype: i32,
     comm: i32,
 ) -> MpiResult<Exchange> {
@@ -373,14 +369,14 @@ fn allgatherv(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn alltoallv(
+fn alltoallv<C: Into<i64> + Copy, D: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const C,
+    sdispls: *const D,
     sendtype: i32,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const C,
+    rdispls: *const D,
     recvtype: i32,
     comm: i32,
 ) -> MpiResult<Exchange> {
@@ -397,13 +393,13 @@ fn alltoallv(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn alltoallw(
+fn alltoallw<C: Into<i64> + Copy>(
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
+    sendcounts: *const C,
     sdispls: *const Aint,
     sendtypes: *const i32,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const C,
     rdispls: *const Aint,
     recvtypes: *const i32,
     comm: i32,
@@ -437,23 +433,49 @@ neighbor_entries!(MPI_Neighbor_allgather, PMPI_Neighbor_allgather,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: i32));
 
+neighbor_entries!(MPI_Neighbor_allgather_c, PMPI_Neighbor_allgather_c,
+    MPI_Ineighbor_allgather_c, PMPI_Ineighbor_allgather_c, allgather,
+    (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void,
+     recvcount: i64, recvtype: i32));
+
 neighbor_entries!(MPI_Neighbor_allgatherv, PMPI_Neighbor_allgatherv,
     MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv, allgatherv,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
      recvcounts: *const c_int, displs: *const c_int, recvtype: i32));
+
+neighbor_entries!(MPI_Neighbor_allgatherv_c, PMPI_Neighbor_allgatherv_c,
+    MPI_Ineighbor_allgatherv_c, PMPI_Ineighbor_allgatherv_c, allgatherv,
+    (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void,
+     recvcounts: *const i64, displs: *const i64, recvtype: i32));
 
 neighbor_entries!(MPI_Neighbor_alltoall, PMPI_Neighbor_alltoall,
     MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall, alltoall,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: i32));
 
+neighbor_entries!(MPI_Neighbor_alltoall_c, PMPI_Neighbor_alltoall_c,
+    MPI_Ineighbor_alltoall_c, PMPI_Ineighbor_alltoall_c, alltoall,
+    (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void,
+     recvcount: i64, recvtype: i32));
+
 neighbor_entries!(MPI_Neighbor_alltoallv, PMPI_Neighbor_alltoallv,
     MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv, alltoallv,
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: i32,
      recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: i32));
 
+neighbor_entries!(MPI_Neighbor_alltoallv_c, PMPI_Neighbor_alltoallv_c,
+    MPI_Ineighbor_alltoallv_c, PMPI_Ineighbor_alltoallv_c, alltoallv,
+    (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtype: i32,
+     recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtype: i32));
+
 neighbor_entries!(MPI_Neighbor_alltoallw, PMPI_Neighbor_alltoallw,
     MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw, alltoallw,
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const Aint,
      sendtypes: *const i32, recvbuf: *mut c_void, recvcounts: *const c_int,
+     rdispls: *const Aint, recvtypes: *const i32));
+
+neighbor_entries!(MPI_Neighbor_alltoallw_c, PMPI_Neighbor_alltoallw_c,
+    MPI_Ineighbor_alltoallw_c, PMPI_Ineighbor_alltoallw_c, alltoallw,
+    (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const Aint,
+     sendtypes: *const i32, recvbuf: *mut c_void, recvcounts: *const i64,
      rdispls: *const Aint, recvtypes: *const i32));
