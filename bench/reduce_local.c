@@ -11,7 +11,8 @@
  * Each (type, op) is checked once against a C computation before timing.
  *
  * Output, one line per cell:
- *   RLOCAL <impl> <type> <op> <bytes> <GB/s> <ns_per_call> <iters>
+ *   RLOCAL <impl> <type> <op> <bytes> <GB/s> <ns_per_call> <iters> <best_ns_per_call>
+ * (GB/s and ns_per_call from the median batch, best_ns_per_call from the fastest)
  * Options: -l LABEL, -m MAXBYTES, -t SECONDS per cell (default 0.05),
  *          -b BATCHES (default 5), -s comma-separated sizes.
  */
@@ -273,9 +274,9 @@ static void cell(const char *label, enum what w, enum kind k, enum opk o, void *
     }
     qsort(ts, (size_t)nbatch, sizeof(double), cmp_double);
     double med = ts[nbatch / 2];
-    printf("RLOCAL %s %s %s %ld %.3f %.1f %ld\n", w == W_MPI ? label : (w == W_CLOOP ? "cloop" : "memcpy"),
+    printf("RLOCAL %s %s %s %ld %.3f %.1f %ld %.1f\n", w == W_MPI ? label : (w == W_CLOOP ? "cloop" : "memcpy"),
            w == W_MEMCPY ? "byte" : kind_names[k], w == W_MEMCPY ? "copy" : op_names[o], bytes,
-           (double)b / med / 1e9, med * 1e9, iters);
+           (double)b / med / 1e9, med * 1e9, iters, ts[0] * 1e9);
     fflush(stdout);
 }
 
