@@ -1695,6 +1695,11 @@ pub fn bsend_attach(addr: usize, size: usize) -> MpiResult<()> {
     })?
 }
 
+/// The size of the attached MPI_Bsend buffer (0: none).
+pub fn bsend_attached() -> MpiResult<usize> {
+    with_engine(|e, _| e.bsend_cap)
+}
+
 /// Detaches the MPI_Bsend buffer once every buffered send has left it.
 pub fn bsend_detach() -> MpiResult<(usize, usize)> {
     wait_until(|| with_engine(|e, _| e.bsend_used == 0).unwrap_or(true))?;

@@ -433,7 +433,7 @@ pub extern "C" fn MPI_Aint_diff(addr1: Aint, addr2: Aint) -> Aint {
 // ---------------------------------------------------------------------------------------
 // Pack / unpack
 
-fn packed_bytes(t: &datatype::Type, n: usize, count: c_int) -> MpiResult<usize> {
+fn packed_bytes(t: &datatype::Type, n: usize, count: impl std::fmt::Display) -> MpiResult<usize> {
     datatype::packed_size(t, n).ok_or_else(|| {
         err(
             MPI_ERR_COUNT,
@@ -442,32 +442,42 @@ fn packed_bytes(t: &datatype::Type, n: usize, count: c_int) -> MpiResult<usize> 
     })
 }
 
-/// The position argument: `pos + bytes` must fit in `cap`.
-fn window(pos: c_int, bytes: usize, cap: c_int, capname: &str) -> MpiResult<usize> {
+/// The position argument: `pos + bytes` must fit in `cap` (`what` names the bytes).
+fn window(pos: i64, bytes: usize, cap: i64, capname: &str, what: &str) -> MpiResult<usize> {
     if pos < 0 {
         return Err(err(MPI_ERR_ARG, format!("position={pos} is negative")));
     }
     if cap < 0 {
         return Err(err(MPI_ERR_ARG, format!("{capname}={cap} is negative")));
     }
-    let end = pos as usize + bytes;
-    if end > cap as usize {
+    if (pos as u64)
+        .checked_add(bytes as u64)
+        .is_none_or(|end| end > cap as u64)
+    {
         return Err(err(
             MPI_ERR_TRUNCATE,
-            format!("{bytes} packed bytes at position={pos} do not fit in {capname}={cap} bytes"),
+            format!("{bytes} {what} bytes at position={pos} do not fit in {capname}={cap} bytes"),
         ));
     }
     Ok(pos as usize)
 }
 
-mpi_entry!(MPI_Pack, PMPI_Pack,
-    (inbuf: *const c_void, incount: c_int, datatype: i32, outbuf: *mut c_void, outsize: c_int,
-     position: *mut c_int, comm: i32), errcomm = comm, {
+/// MPI_Pack(_c): packs `incount` instances at position `pos` of `outbuf` (`outsize`
+/// bytes); returns the new position.
+fn pack_at(
+    inbuf: *const c_void,
+    incount: i64,
+    datatype: i32,
+    outbuf: *mut c_void,
+    outsize: i64,
+    pos: i64,
+    comm: i32,
+) -> MpiResult<usize> {
     check::comm(comm)?;
     let n = check::count(incount, "incount")?;
     let t = datatype::lookup_arg(datatype, "datatype")?;
     let bytes = packed_bytes(&t, n, incount)?;
-    let pos = window(check::inp(position, "position")?, bytes, outsize, "outsize")?;
+    let pos = window(pos, bytes, outsize, "outsize", "packed")?;
     crate::ffi::typed::check_base(inbuf, n, &check::datatype(datatype, "datatype")?, "inbuf")?;
     if check::is_in_place(outbuf) {
         return Err(err(MPI_ERR_BUFFER, "outbuf is MPI_IN_PLACE"));
@@ -476,19 +486,27 @@ mpi_entry!(MPI_Pack, PMPI_Pack,
         let out = check::array_mut(outbuf as *mut u8, pos + bytes, "outbuf")?;
         // SAFETY: inbuf (possibly MPI_BOTTOM with absolute displacements) holds `incount`
         // instances of `datatype` per the standard; `out` is the caller's outbuf.
-        datatype::pack(&t, n, inbuf as *const u8, &mut out[pos..], 0);
+        unsafe { datatype::pack(&t, n, inbuf as *const u8, &mut out[pos..], 0) };
     }
-    check::out(position, (pos + bytes) as c_int, "position")
-});
+    Ok(pos + bytes)
+}
 
-mpi_entry!(MPI_Unpack, PMPI_Unpack,
-    (inbuf: *const c_void, insize: c_int, position: *mut c_int, outbuf: *mut c_void,
-     outcount: c_int, datatype: i32, comm: i32), errcomm = comm, {
+/// MPI_Unpack(_c): unpacks `outcount` instances from position `pos` of `inbuf`
+/// (`insize` bytes); returns the new position.
+fn unpack_at(
+    inbuf: *const c_void,
+    insize: i64,
+    pos: i64,
+    outbuf: *mut c_void,
+    outcount: i64,
+    datatype: i32,
+    comm: i32,
+) -> MpiResult<usize> {
     check::comm(comm)?;
     let n = check::count(outcount, "outcount")?;
     let t = datatype::lookup_arg(datatype, "datatype")?;
     let bytes = packed_bytes(&t, n, outcount)?;
-    let pos = window(check::inp(position, "position")?, bytes, insize, "insize")?;
+    let pos = window(pos, bytes, insize, "insize", "packed")?;
     crate::ffi::typed::check_base(outbuf, n, &check::datatype(datatype, "datatype")?, "outbuf")?;
     if check::is_in_place(inbuf) {
         return Err(err(MPI_ERR_BUFFER, "inbuf is MPI_IN_PLACE"));
@@ -497,24 +515,71 @@ mpi_entry!(MPI_Unpack, PMPI_Unpack,
         let inp = check::array(inbuf as *const u8, pos + bytes, "inbuf")?;
         // SAFETY: outbuf (possibly MPI_BOTTOM with absolute displacements) has room for
         // `outcount` instances of `datatype` per the standard, and does not overlap inbuf.
-        datatype::unpack(&t, n, outbuf as *mut u8, &inp[pos..], 0);
+        unsafe { datatype::unpack(&t, n, outbuf as *mut u8, &inp[pos..], 0) };
     }
-    check::out(position, (pos + bytes) as c_int, "position")
+    Ok(pos + bytes)
+}
+
+/// MPI_Pack_size(_c): the packed size of `incount` instances.
+fn pack_size(incount: i64, datatype: i32, comm: i32) -> MpiResult<usize> {
+    check::comm(comm)?;
+    let n = check::count(incount, "incount")?;
+    let t = datatype::lookup_arg(datatype, "datatype")?;
+    packed_bytes(&t, n, incount)
+}
+
+/// A size or position for an int output argument (`what` says whose).
+fn as_int(v: usize, what: &str) -> MpiResult<c_int> {
+    c_int::try_from(v).map_err(|_| {
+        err(
+            MPI_ERR_COUNT,
+            format!("{what}: {v} bytes do not fit in an int (the _c form takes an MPI_Count)"),
+        )
+    })
+}
+
+mpi_entry!(MPI_Pack, PMPI_Pack,
+    (inbuf: *const c_void, incount: c_int, datatype: i32, outbuf: *mut c_void, outsize: c_int,
+     position: *mut c_int, comm: i32), errcomm = comm, {
+    let pos = check::inp(position, "position")?;
+    let end = pack_at(inbuf, incount.into(), datatype, outbuf, outsize.into(), pos.into(), comm)?;
+    check::out(position, end as c_int, "position")
+});
+
+mpi_entry!(MPI_Pack_c, PMPI_Pack_c,
+    (inbuf: *const c_void, incount: i64, datatype: i32, outbuf: *mut c_void, outsize: i64,
+     position: *mut i64, comm: i32), errcomm = comm, {
+    let pos = check::inp(position, "position")?;
+    let end = pack_at(inbuf, incount, datatype, outbuf, outsize, pos, comm)?;
+    check::out(position, end as i64, "position")
+});
+
+mpi_entry!(MPI_Unpack, PMPI_Unpack,
+    (inbuf: *const c_void, insize: c_int, position: *mut c_int, outbuf: *mut c_void,
+     outcount: c_int, datatype: i32, comm: i32), errcomm = comm, {
+    let pos = check::inp(position, "position")?;
+    let end = unpack_at(inbuf, insize.into(), pos.into(), outbuf, outcount.into(), datatype, comm)?;
+    check::out(position, end as c_int, "position")
+});
+
+mpi_entry!(MPI_Unpack_c, PMPI_Unpack_c,
+    (inbuf: *const c_void, insize: i64, position: *mut i64, outbuf: *mut c_void,
+     outcount: i64, datatype: i32, comm: i32), errcomm = comm, {
+    let pos = check::inp(position, "position")?;
+    let end = unpack_at(inbuf, insize, pos, outbuf, outcount, datatype, comm)?;
+    check::out(position, end as i64, "position")
 });
 
 mpi_entry!(MPI_Pack_size, PMPI_Pack_size,
     (incount: c_int, datatype: i32, comm: i32, size: *mut c_int), errcomm = comm, {
-    check::comm(comm)?;
-    let n = check::count(incount, "incount")?;
-    let t = datatype::lookup_arg(datatype, "datatype")?;
-    let bytes = packed_bytes(&t, n, incount)?;
-    if bytes > i32::MAX as usize {
-        return Err(err(
-            MPI_ERR_COUNT,
-            format!("incount={incount}: {bytes} packed bytes do not fit in an int"),
-        ));
-    }
-    check::out(size, bytes as c_int, "size")
+    let bytes = pack_size(incount.into(), datatype, comm)?;
+    check::out(size, as_int(bytes, &format!("incount={incount}"))?, "size")
+});
+
+mpi_entry!(MPI_Pack_size_c, PMPI_Pack_size_c,
+    (incount: i64, datatype: i32, comm: i32, size: *mut i64), errcomm = comm, {
+    let bytes = pack_size(incount, datatype, comm)?;
+    check::out(size, bytes as i64, "size")
 });
 
 // ---------------------------------------------------------------------------------------
@@ -538,37 +603,22 @@ fn external32(datarep: *const c_char) -> MpiResult<()> {
     Ok(())
 }
 
-/// The MPI_Aint position argument: `pos + bytes` must fit in `cap`.
-fn aint_window(pos: Aint, bytes: usize, cap: Aint, capname: &str) -> MpiResult<usize> {
-    if pos < 0 {
-        return Err(err(MPI_ERR_ARG, format!("position={pos} is negative")));
-    }
-    if cap < 0 {
-        return Err(err(MPI_ERR_ARG, format!("{capname}={cap} is negative")));
-    }
-    if (pos as usize)
-        .checked_add(bytes)
-        .is_none_or(|end| end > cap as usize)
-    {
-        return Err(err(
-            MPI_ERR_TRUNCATE,
-            format!(
-                "{bytes} external32 bytes at position={pos} do not fit in {capname}={cap} bytes"
-            ),
-        ));
-    }
-    Ok(pos as usize)
-}
-
-mpi_entry!(MPI_Pack_external, PMPI_Pack_external,
-    (datarep: *const c_char, inbuf: *const c_void, incount: c_int, datatype: i32,
-     outbuf: *mut c_void, outsize: Aint, position: *mut Aint), errcomm = MPI_COMM_WORLD, {
+/// MPI_Pack_external(_c): returns the new position.
+fn pack_external_at(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    incount: i64,
+    datatype: i32,
+    outbuf: *mut c_void,
+    outsize: i64,
+    pos: i64,
+) -> MpiResult<usize> {
     crate::runtime::job()?;
     external32(datarep)?;
     let n = check::count(incount, "incount")?;
     let t = datatype::lookup_arg(datatype, "datatype")?;
     let ext = datatype::external::size(&t, n)?;
-    let pos = aint_window(check::inp(position, "position")?, ext, outsize, "outsize")?;
+    let pos = window(pos, ext, outsize, "outsize", "external32")?;
     crate::ffi::typed::check_base(inbuf, n, &check::datatype(datatype, "datatype")?, "inbuf")?;
     if check::is_in_place(outbuf) {
         return Err(err(MPI_ERR_BUFFER, "outbuf is MPI_IN_PLACE"));
@@ -577,22 +627,29 @@ mpi_entry!(MPI_Pack_external, PMPI_Pack_external,
         let mut native = vec![0u8; packed_bytes(&t, n, incount)?];
         // SAFETY: inbuf (possibly MPI_BOTTOM with absolute displacements) holds `incount`
         // instances of `datatype` per the standard.
-        datatype::pack(&t, n, inbuf as *const u8, &mut native, 0);
+        unsafe { datatype::pack(&t, n, inbuf as *const u8, &mut native, 0) };
         let out = check::array_mut(outbuf as *mut u8, pos + ext, "outbuf")?;
         datatype::external::to_external(&t, n, &native, &mut out[pos..])?;
     }
-    check::out(position, (pos + ext) as Aint, "position")
-});
+    Ok(pos + ext)
+}
 
-mpi_entry!(MPI_Unpack_external, PMPI_Unpack_external,
-    (datarep: *const c_char, inbuf: *const c_void, insize: Aint, position: *mut Aint,
-     outbuf: *mut c_void, outcount: c_int, datatype: i32), errcomm = MPI_COMM_WORLD, {
+/// MPI_Unpack_external(_c): returns the new position.
+fn unpack_external_at(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    insize: i64,
+    pos: i64,
+    outbuf: *mut c_void,
+    outcount: i64,
+    datatype: i32,
+) -> MpiResult<usize> {
     crate::runtime::job()?;
     external32(datarep)?;
     let n = check::count(outcount, "outcount")?;
     let t = datatype::lookup_arg(datatype, "datatype")?;
     let ext = datatype::external::size(&t, n)?;
-    let pos = aint_window(check::inp(position, "position")?, ext, insize, "insize")?;
+    let pos = window(pos, ext, insize, "insize", "external32")?;
     crate::ffi::typed::check_base(outbuf, n, &check::datatype(datatype, "datatype")?, "outbuf")?;
     if check::is_in_place(inbuf) {
         return Err(err(MPI_ERR_BUFFER, "inbuf is MPI_IN_PLACE"));
@@ -603,19 +660,64 @@ mpi_entry!(MPI_Unpack_external, PMPI_Unpack_external,
         datatype::external::from_external(&t, n, &inp[pos..], &mut native)?;
         // SAFETY: outbuf (possibly MPI_BOTTOM with absolute displacements) has room for
         // `outcount` instances of `datatype` per the standard.
-        datatype::unpack(&t, n, outbuf as *mut u8, &native, 0);
+        unsafe { datatype::unpack(&t, n, outbuf as *mut u8, &native, 0) };
     }
-    check::out(position, (pos + ext) as Aint, "position")
+    Ok(pos + ext)
+}
+
+/// MPI_Pack_external_size(_c).
+fn pack_external_size(datarep: *const c_char, incount: i64, datatype: i32) -> MpiResult<usize> {
+    crate::runtime::job()?;
+    external32(datarep)?;
+    let n = check::count(incount, "incount")?;
+    let t = datatype::lookup_arg(datatype, "datatype")?;
+    datatype::external::size(&t, n)
+}
+
+mpi_entry!(MPI_Pack_external, PMPI_Pack_external,
+    (datarep: *const c_char, inbuf: *const c_void, incount: c_int, datatype: i32,
+     outbuf: *mut c_void, outsize: Aint, position: *mut Aint), errcomm = MPI_COMM_WORLD, {
+    let pos = check::inp(position, "position")? as i64;
+    let end = pack_external_at(datarep, inbuf, incount.into(), datatype, outbuf, outsize as i64, pos)?;
+    check::out(position, end as Aint, "position")
+});
+
+mpi_entry!(MPI_Pack_external_c, PMPI_Pack_external_c,
+    (datarep: *const c_char, inbuf: *const c_void, incount: i64, datatype: i32,
+     outbuf: *mut c_void, outsize: i64, position: *mut i64), errcomm = MPI_COMM_WORLD, {
+    let pos = check::inp(position, "position")?;
+    let end = pack_external_at(datarep, inbuf, incount, datatype, outbuf, outsize, pos)?;
+    check::out(position, end as i64, "position")
+});
+
+mpi_entry!(MPI_Unpack_external, PMPI_Unpack_external,
+    (datarep: *const c_char, inbuf: *const c_void, insize: Aint, position: *mut Aint,
+     outbuf: *mut c_void, outcount: c_int, datatype: i32), errcomm = MPI_COMM_WORLD, {
+    let pos = check::inp(position, "position")? as i64;
+    let end = unpack_external_at(datarep, inbuf, insize as i64, pos, outbuf, outcount.into(), datatype)?;
+    check::out(position, end as Aint, "position")
+});
+
+mpi_entry!(MPI_Unpack_external_c, PMPI_Unpack_external_c,
+    (datarep: *const c_char, inbuf: *const c_void, insize: i64, position: *mut i64,
+     outbuf: *mut c_void, outcount: i64, datatype: i32), errcomm = MPI_COMM_WORLD, {
+    let pos = check::inp(position, "position")?;
+    let end = unpack_external_at(datarep, inbuf, insize, pos, outbuf, outcount, datatype)?;
+    check::out(position, end as i64, "position")
 });
 
 mpi_entry!(MPI_Pack_external_size, PMPI_Pack_external_size,
     (datarep: *const c_char, incount: c_int, datatype: i32, size: *mut Aint),
     errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
-    external32(datarep)?;
-    let n = check::count(incount, "incount")?;
-    let t = datatype::lookup_arg(datatype, "datatype")?;
-    check::out(size, datatype::external::size(&t, n)? as Aint, "size")
+    let ext = pack_external_size(datarep, incount.into(), datatype)?;
+    check::out(size, ext as Aint, "size")
+});
+
+mpi_entry!(MPI_Pack_external_size_c, PMPI_Pack_external_size_c,
+    (datarep: *const c_char, incount: i64, datatype: i32, size: *mut i64),
+    errcomm = MPI_COMM_WORLD, {
+    let ext = pack_external_size(datarep, incount, datatype)?;
+    check::out(size, ext as i64, "size")
 });
 
 // ---------------------------------------------------------------------------------------

@@ -295,13 +295,28 @@ mpi_entry!(MPI_Attr_get, PMPI_Attr_get, (comm: i32, keyval: c_int, attribute_val
 
 // ---------------------------------------------------------------- buffered sends
 
-mpi_entry!(MPI_Buffer_attach, PMPI_Buffer_attach, (buffer: *mut c_void, size: c_int), errcomm = MPI_COMM_WORLD, {
+fn buffer_attach(buffer: *mut c_void, size: i64) -> MpiResult<()> {
     runtime::job()?;
     let n = check::count(size, "size")?;
     if buffer.is_null() && n > 0 {
         return Err(err(MPI_ERR_BUFFER, "buffer is NULL"));
     }
     crate::p2p::bsend_attach(buffer as usize, n)
+}
+
+/// Detaches the buffer, stores its address, and returns its size.
+fn buffer_detach(buffer_addr: *mut c_void) -> MpiResult<usize> {
+    let (addr, n) = crate::p2p::bsend_detach()?;
+    check::out(buffer_addr as *mut usize, addr, "buffer_addr")?;
+    Ok(n)
+}
+
+mpi_entry!(MPI_Buffer_attach, PMPI_Buffer_attach, (buffer: *mut c_void, size: c_int), errcomm = MPI_COMM_WORLD, {
+    buffer_attach(buffer, size.into())
+});
+
+mpi_entry!(MPI_Buffer_attach_c, PMPI_Buffer_attach_c, (buffer: *mut c_void, size: i64), errcomm = MPI_COMM_WORLD, {
+    buffer_attach(buffer, size)
 });
 
 mpi_entry!(MPI_Buffer_detach, PMPI_Buffer_detach, (buffer_addr: *mut c_void, size: *mut c_int), errcomm = MPI_COMM_WORLD, {
@@ -309,7 +324,22 @@ mpi_entry!(MPI_Buffer_detach, PMPI_Buffer_detach, (buffer_addr: *mut c_void, siz
     if buffer_addr.is_null() {
         return Err(err(MPI_ERR_ARG, "buffer_addr is NULL"));
     }
-    let (addr, n) = crate::p2p::bsend_detach()?;
-    check::out(buffer_addr as *mut usize, addr, "buffer_addr")?;
+    let attached = crate::p2p::bsend_attached()?;
+    if attached > c_int::MAX as usize {
+        return Err(err(
+            MPI_ERR_COUNT,
+            format!("the attached buffer's {attached} bytes do not fit in an int (detach it with MPI_Buffer_detach_c)"),
+        ));
+    }
+    let n = buffer_detach(buffer_addr)?;
     check::out(size, n as c_int, "size")
+});
+
+mpi_entry!(MPI_Buffer_detach_c, PMPI_Buffer_detach_c, (buffer_addr: *mut c_void, size: *mut i64), errcomm = MPI_COMM_WORLD, {
+    runtime::job()?;
+    if buffer_addr.is_null() {
+        return Err(err(MPI_ERR_ARG, "buffer_addr is NULL"));
+    }
+    let n = buffer_detach(buffer_addr)?;
+    check::out(size, n as i64, "size")
 });
