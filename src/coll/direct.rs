@@ -435,7 +435,7 @@ pub async fn reduce(
             (x * e, y * e, None)
         }
         Shape::Root(r) => {
-            let (x, y) = share(total / e, n, me);
+            let (x, y) = root_share(total / e, n, me, r);
             let to = (r != me).then(|| (infos[r].pid as i32, infos[r].output as usize));
             (x * e, y * e, to)
         }
@@ -451,6 +451,19 @@ pub async fn reduce(
         settle(ch, failed).await?;
     }
     Ok(true)
+}
+
+/// Member `me`'s range of `m` elements in a reduction to `root`, weighted so that every
+/// member copies about as many bytes between the processes: a member other than the root
+/// reads its range from the n - 1 other members and writes the result into the root's
+/// buffer (n copies of it), the root only reads (n - 1 copies). So the root takes n
+/// parts and every other member n - 1 (at 2 members: two thirds and one third, where an
+/// equal split left the non-root copying twice what the root did).
+fn root_share(m: usize, n: usize, me: usize, root: usize) -> (usize, usize) {
+    let w = |i: usize| (if i == root { n } else { n - 1 }) as u128;
+    let all: u128 = (0..n).map(w).sum();
+    let at = |k: usize| ((0..k).map(w).sum::<u128>() * m as u128 / all.max(1)) as usize;
+    (at(me), at(me + 1))
 }
 
 /// The step that ends a phase of copies: each member publishes whether its part failed
@@ -682,4 +695,41 @@ fn gather(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::root_share;
+
+    #[test]
+    fn root_share_covers_the_vector_and_weights_the_root() {
+        for n in 1..=9 {
+            for root in 0..n {
+                for m in [0usize, 1, 2, 7, 1000, (1 << 40) + 3] {
+                    let mut at = 0;
+                    for me in 0..n {
+                        let (x, y) = root_share(m, n, me, root);
+                        assert_eq!(x, at, "n {n} root {root} m {m} me {me}");
+                        assert!(y >= x);
+                        at = y;
+                    }
+                    assert_eq!(at, m, "n {n} root {root} m {m}");
+                    if n > 1 && m >= 1 << 20 {
+                        // the root's part over another member's: n / (n - 1), within 1%
+                        let (rx, ry) = root_share(m, n, root, root);
+                        let other = (root + 1) % n;
+                        let (ox, oy) = root_share(m, n, other, root);
+                        let want = n as f64 / (n - 1) as f64;
+                        let got = (ry - rx) as f64 / (oy - ox) as f64;
+                        assert!((got / want - 1.0).abs() < 0.01, "n {n}: {got} vs {want}");
+                    }
+                }
+            }
+        }
+        // two members: the root two thirds
+        assert_eq!(root_share(300, 2, 0, 0), (0, 200));
+        assert_eq!(root_share(300, 2, 1, 0), (200, 300));
+        assert_eq!(root_share(300, 2, 0, 1), (0, 100));
+        assert_eq!(root_share(300, 2, 1, 1), (100, 300));
+    }
 }
