@@ -1,9 +1,9 @@
 /* The MPI-4 large-count forms of the data-movement collectives: MPI_Gather_c,
  * Gatherv_c, Scatter_c, Scatterv_c, Allgather_c, Allgatherv_c, Alltoall_c, Alltoallv_c,
  * Alltoallw_c, each blocking, nonblocking (MPI_I..._c) and persistent (..._init_c,
- * started twice), and the neighbourhood ones (MPI_Neighbor_..._c, MPI_Ineighbor_..._c)
- * on a ring graph. Every result is checked against the value each element must have
- * (val(sender, receiver, index)), computed here. Also: the in-place forms, a negative
+ * started twice), and the neighbourhood ones (MPI_Neighbor_..._c, MPI_Ineighbor_..._c,
+ * MPI_Neighbor_..._init_c) on a ring graph. Every result is checked against the value
+ * each element must have (val(sender, receiver, index)), computed here. Also: the in-place forms, a negative
  * MPI_Count (MPI_ERR_COUNT naming the call), and displacements past 2^31 bytes
  * (MPI_Aint displs of a gatherv, a scatterv and an alltoallw into buffers of 2 GiB +
  * a page, of which only the touched pages are ever mapped). */
@@ -242,6 +242,38 @@ static void neighbours(void) {
         CHECK(rc == MPI_SUCCESS, "Neighbor_alltoallw_c form %d: rc %d", form, rc);
         for (int i = 0; i < rc_; i++) CHECK(rbuf[2 + i] == val(prev, rank, 950 + i), "Neighbor_alltoallw_c form %d: [%d] = %d", form, i, rbuf[2 + i]);
         CHECK(rbuf[2 + rc_] == -7, "Neighbor_alltoallw_c form %d: wrote past the block", form);
+    }
+    /* the persistent forms (MPI_Neighbor_..._init_c), each started twice */
+    {
+        MPI_Request p[5];
+        MPI_Count sc = rank % 3 + 2, rc_ = prev % 3 + 2;
+        MPI_Aint sd = 3, rd = 2, sdb = 3 * (MPI_Aint)sizeof(int), rdb = 2 * (MPI_Aint)sizeof(int);
+        MPI_Datatype it = MPI_INT;
+        int *r5 = malloc(sizeof(int) * 5 * (size_t)total);
+        MPI_Neighbor_allgather_init_c(sbuf, K, MPI_INT, r5, K, MPI_INT, ring, MPI_INFO_NULL, &p[0]);
+        MPI_Neighbor_alltoall_init_c(sbuf, K, MPI_INT, r5 + total, K, MPI_INT, ring, MPI_INFO_NULL, &p[1]);
+        MPI_Neighbor_allgatherv_init_c(sbuf + 3, sc, MPI_INT, r5 + 2 * total, &rc_, &rd, MPI_INT, ring, MPI_INFO_NULL, &p[2]);
+        MPI_Neighbor_alltoallv_init_c(sbuf, &sc, &sd, MPI_INT, r5 + 3 * total, &rc_, &rd, MPI_INT, ring, MPI_INFO_NULL, &p[3]);
+        MPI_Neighbor_alltoallw_init_c(sbuf, &sc, &sdb, &it, r5 + 4 * total, &rc_, &rdb, &it, ring, MPI_INFO_NULL, &p[4]);
+        for (int round = 0; round < 2; round++) {
+            for (int i = 0; i < 8; i++) sbuf[i] = val(rank, next, 1000 * round + i);
+            for (int i = 0; i < 5 * total; i++) r5[i] = -7;
+            MPI_Startall(5, p);
+            MPI_Status sts[5];
+            MPI_Waitall(5, p, sts);
+            for (int i = 0; i < K; i++) {
+                CHECK(r5[i] == val(prev, rank, 1000 * round + i), "Neighbor_allgather_init_c round %d: [%d] = %d", round, i, r5[i]);
+                CHECK(r5[total + i] == val(prev, rank, 1000 * round + i), "Neighbor_alltoall_init_c round %d: [%d] = %d", round, i, r5[total + i]);
+            }
+            for (int i = 0; i < rc_; i++) {
+                CHECK(r5[2 * total + 2 + i] == val(prev, rank, 1000 * round + 3 + i), "Neighbor_allgatherv_init_c round %d: [%d]", round, i);
+                CHECK(r5[3 * total + 2 + i] == val(prev, rank, 1000 * round + 3 + i), "Neighbor_alltoallv_init_c round %d: [%d]", round, i);
+                CHECK(r5[4 * total + 2 + i] == val(prev, rank, 1000 * round + 3 + i), "Neighbor_alltoallw_init_c round %d: [%d]", round, i);
+            }
+            CHECK(r5[4 * total + 2 + rc_] == -7 && r5[2 * total + 1] == -7, "Neighbor_..._init_c round %d: wrote outside a block", round);
+        }
+        for (int q = 0; q < 5; q++) MPI_Request_free(&p[q]);
+        free(r5);
     }
     MPI_Comm_free(&ring);
 }

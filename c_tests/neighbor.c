@@ -1,5 +1,5 @@
-/* Neighbourhood collectives (MPI_Neighbor_allgather(v), MPI_Neighbor_alltoall(v, w) and
- * the nonblocking forms) on Cartesian (periodic and not, so with MPI_PROC_NULL
+/* Neighbourhood collectives (MPI_Neighbor_allgather(v), MPI_Neighbor_alltoall(v, w), the
+ * nonblocking and the MPI-4 persistent forms) on Cartesian (periodic and not, so with MPI_PROC_NULL
  * neighbours, and with both neighbours one process at np 1 and 2), graph and
  * distributed graph topologies (several edges between two processes at small np),
  * against an oracle computed here from the neighbour lists: receive block i holds what
@@ -190,6 +190,51 @@ static void run(MPI_Comm c, enum kind kind, const char *what) {
     MPI_Send(&token, 1, MPI_INT, self, 77, c);
     MPI_Wait(&user, MPI_STATUS_IGNORE);
     CHECK(mine == token, "%s: wildcard receive got %d", what, mine);
+
+    /* persistent (MPI-4): alltoall, allgather and alltoallw requests started three times
+     * with new send data each time; the alltoallw's derived type is freed right after
+     * its MPI_Neighbor_alltoallw_init; between two starts an MPI_Ineighbor_alltoall runs
+     * on other buffers and pairs up in issue order */
+    MPI_Request p[3];
+    int sb4[MAXN * K], rb4[MAXN * K];
+    MPI_Neighbor_alltoall_init(sbuf, K, MPI_INT, rbuf, K, MPI_INT, c, MPI_INFO_NULL, &p[0]);
+    MPI_Neighbor_allgather_init(sb2, K, MPI_INT, rb3, K, MPI_INT, c, MPI_INFO_NULL, &p[1]);
+    MPI_Type_contiguous(K, MPI_INT, &kint);
+    MPI_Type_commit(&kint);
+    for (int j = 0; j < ndst; j++) scounts[j] = 1, stypes[j] = kint, sd[j] = (MPI_Aint)(j * K * sizeof(int));
+    for (int i = 0; i < nsrc; i++) counts[i] = K, rtypes[i] = MPI_INT, rd[i] = (MPI_Aint)(i * K * sizeof(int));
+    MPI_Neighbor_alltoallw_init(sbuf, scounts, sd, stypes, rb2, counts, rd, rtypes, c, MPI_INFO_NULL, &p[2]);
+    MPI_Type_free(&kint);
+    for (int round = 0; round < 3; round++) {
+        for (int j = 0; j < ndst; j++)
+            for (int k = 0; k < K; k++) sbuf[j * K + k] = val(rank, j, k) + 100 * round, sb4[j * K + k] = -val(rank, j, k);
+        for (int k = 0; k < K; k++) sb2[k] = val(rank, 0, k) + 100 * round;
+        for (int i = 0; i < nsrc * K; i++) rbuf[i] = rb2[i] = rb3[i] = rb4[i] = -1;
+        MPI_Startall(3, p);
+        if (round == 1) {
+            MPI_Request q;
+            MPI_Ineighbor_alltoall(sb4, K, MPI_INT, rb4, K, MPI_INT, c, &q);
+            MPI_Wait(&q, MPI_STATUS_IGNORE);
+        }
+        MPI_Status sts[3];
+        MPI_Waitall(3, p, sts);
+        for (int i = 0; i < nsrc; i++) {
+            int b = source_block(c, kind, src, i);
+            for (int k = 0; k < K; k++) {
+                want = b < 0 ? -1 : val(src[i], b, k) + 100 * round;
+                CHECK(rbuf[i * K + k] == want && rb2[i * K + k] == want,
+                      "%s persistent alltoall(w) round %d block %d[%d]: %d %d, expected %d", what, round, i, k,
+                      rbuf[i * K + k], rb2[i * K + k], want);
+                if (round == 1)
+                    CHECK(rb4[i * K + k] == (b < 0 ? -1 : -val(src[i], b, k)),
+                          "%s ialltoall between starts block %d[%d]: %d", what, i, k, rb4[i * K + k]);
+                want = src[i] == MPI_PROC_NULL ? -1 : val(src[i], 0, k) + 100 * round;
+                CHECK(rb3[i * K + k] == want, "%s persistent allgather round %d block %d[%d]: %d, expected %d",
+                      what, round, i, k, rb3[i * K + k], want);
+            }
+        }
+    }
+    for (int q = 0; q < 3; q++) MPI_Request_free(&p[q]);
 }
 
 int main(int argc, char **argv) {

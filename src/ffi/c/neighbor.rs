@@ -1,6 +1,8 @@
 //! Neighbourhood collectives (MPI-3.1 section 7.6): MPI_Neighbor_allgather(v),
-//! MPI_Neighbor_alltoall(v, w) and their nonblocking forms, on communicators with a
-//! Cartesian, graph or distributed graph topology.
+//! MPI_Neighbor_alltoall(v, w), their nonblocking forms, their MPI-4 persistent forms
+//! (`..._init`: each MPI_Start posts the exchange as the nonblocking call does) and
+//! their large-count forms (`_c`), on communicators with a Cartesian, graph or
+//! distributed graph topology.
 //!
 //! Each process receives one block from each in-neighbour (sources, in order) and sends
 //! one to each out-neighbour (destinations): point-to-point messages in the
@@ -257,6 +259,34 @@ fn start(name: &'static str, x: Exchange, request: *mut i32) -> MpiResult<()> {
     if request.is_null() {
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
+    let id = start_id(name, x)?;
+    check::out(request, req_handle(id), "request")
+}
+
+/// The persistent call: checks the arguments now (`make` builds the exchange), and at
+/// each MPI_Start posts the exchange `make` builds then, with the datatypes and the
+/// communicator the first call looked up (crate::pin), whatever the program freed since.
+fn init(
+    name: &'static str,
+    make: impl Fn() -> MpiResult<Exchange> + Send + Sync + 'static,
+    info: i32,
+    request: *mut i32,
+) -> MpiResult<()> {
+    if request.is_null() {
+        return Err(err(MPI_ERR_ARG, "request is NULL"));
+    }
+    crate::ffi::c::info::check_arg(info, "info")?;
+    let (first, pins) = crate::pin::recording(&make);
+    drop(first?);
+    let pins = Arc::new(pins);
+    let starter: crate::ffi::c::persist::Starter =
+        Arc::new(move || crate::pin::replaying(&pins, || start_id(name, make()?)));
+    let h = crate::ffi::c::persist::create_started(name, starter)?;
+    check::out(request, h, "request")
+}
+
+/// Posts the exchange and returns the engine request that completes with it.
+fn start_id(name: &'static str, x: Exchange) -> MpiResult<usize> {
     let ids = post(&x)?;
     let fut: crate::coll::nb::CollFuture = Box::pin(async move {
         let mut first = Ok(());
@@ -276,8 +306,7 @@ fn start(name: &'static str, x: Exchange, request: *mut i32) -> MpiResult<()> {
         }
         first.map_err(|e| MpiError::new(e.class, format!("{name}: {}", e.msg)))
     });
-    let id = crate::coll::nb::start(&x.comm, fut)?;
-    check::out(request, req_handle(id), "request")
+    crate::coll::nb::start(&x.comm, fut)
 }
 
 // ---------------------------------------------------------------- the argument forms
@@ -414,68 +443,86 @@ fn alltoallw<C: Into<i64> + Copy>(
 
 // ---------------------------------------------------------------- entry points
 
-/// The blocking and the nonblocking entry point of one neighbourhood collective, both
-/// taking the arguments `$a` (then comm, and a request for the nonblocking one) to the
-/// argument form `$form`.
+/// The blocking, the nonblocking and the persistent entry point of one neighbourhood
+/// collective, all taking the arguments `$a` (then comm, and a request for the
+/// nonblocking one, info and a request for the persistent one) to the argument form
+/// `$form`.
 macro_rules! neighbor_entries {
-    ($mpi:ident, $pmpi:ident, $impi:ident, $ipmpi:ident, $form:ident, ($($a:ident : $t:ty),*)) => {
+    ($mpi:ident, $pmpi:ident, $impi:ident, $ipmpi:ident, $init:ident, $pinit:ident, $form:ident, ($($a:ident : $t:ty),*)) => {
         mpi_entry!($mpi, $pmpi, ($($a: $t),*, comm: i32), errcomm = comm, {
             run(stringify!($mpi), $form($($a),*, comm)?)
         });
         mpi_entry!($impi, $ipmpi, ($($a: $t),*, comm: i32, request: *mut i32), errcomm = comm, {
             start(stringify!($impi), $form($($a),*, comm)?, request)
         });
+        mpi_entry!($init, $pinit, ($($a: $t),*, comm: i32, info: i32, request: *mut i32), errcomm = comm, {
+            let args = crate::ffi::c::persist::Captured(($($a,)*));
+            init(stringify!($init), move || {
+                let ($($a,)*) = args.get();
+                $form($($a),*, comm)
+            }, info, request)
+        });
     };
 }
 
 neighbor_entries!(MPI_Neighbor_allgather, PMPI_Neighbor_allgather,
-    MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather, allgather,
+    MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather,
+    MPI_Neighbor_allgather_init, PMPI_Neighbor_allgather_init, allgather,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: i32));
 
 neighbor_entries!(MPI_Neighbor_allgather_c, PMPI_Neighbor_allgather_c,
-    MPI_Ineighbor_allgather_c, PMPI_Ineighbor_allgather_c, allgather,
+    MPI_Ineighbor_allgather_c, PMPI_Ineighbor_allgather_c,
+    MPI_Neighbor_allgather_init_c, PMPI_Neighbor_allgather_init_c, allgather,
     (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void,
      recvcount: i64, recvtype: i32));
 
 neighbor_entries!(MPI_Neighbor_allgatherv, PMPI_Neighbor_allgatherv,
-    MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv, allgatherv,
+    MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv,
+    MPI_Neighbor_allgatherv_init, PMPI_Neighbor_allgatherv_init, allgatherv,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
      recvcounts: *const c_int, displs: *const c_int, recvtype: i32));
 
 neighbor_entries!(MPI_Neighbor_allgatherv_c, PMPI_Neighbor_allgatherv_c,
-    MPI_Ineighbor_allgatherv_c, PMPI_Ineighbor_allgatherv_c, allgatherv,
+    MPI_Ineighbor_allgatherv_c, PMPI_Ineighbor_allgatherv_c,
+    MPI_Neighbor_allgatherv_init_c, PMPI_Neighbor_allgatherv_init_c, allgatherv,
     (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void,
      recvcounts: *const i64, displs: *const i64, recvtype: i32));
 
 neighbor_entries!(MPI_Neighbor_alltoall, PMPI_Neighbor_alltoall,
-    MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall, alltoall,
+    MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall,
+    MPI_Neighbor_alltoall_init, PMPI_Neighbor_alltoall_init, alltoall,
     (sendbuf: *const c_void, sendcount: c_int, sendtype: i32, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: i32));
 
 neighbor_entries!(MPI_Neighbor_alltoall_c, PMPI_Neighbor_alltoall_c,
-    MPI_Ineighbor_alltoall_c, PMPI_Ineighbor_alltoall_c, alltoall,
+    MPI_Ineighbor_alltoall_c, PMPI_Ineighbor_alltoall_c,
+    MPI_Neighbor_alltoall_init_c, PMPI_Neighbor_alltoall_init_c, alltoall,
     (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void,
      recvcount: i64, recvtype: i32));
 
 neighbor_entries!(MPI_Neighbor_alltoallv, PMPI_Neighbor_alltoallv,
-    MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv, alltoallv,
+    MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv,
+    MPI_Neighbor_alltoallv_init, PMPI_Neighbor_alltoallv_init, alltoallv,
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: i32,
      recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: i32));
 
 neighbor_entries!(MPI_Neighbor_alltoallv_c, PMPI_Neighbor_alltoallv_c,
-    MPI_Ineighbor_alltoallv_c, PMPI_Ineighbor_alltoallv_c, alltoallv,
+    MPI_Ineighbor_alltoallv_c, PMPI_Ineighbor_alltoallv_c,
+    MPI_Neighbor_alltoallv_init_c, PMPI_Neighbor_alltoallv_init_c, alltoallv,
     (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtype: i32,
      recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtype: i32));
 
 neighbor_entries!(MPI_Neighbor_alltoallw, PMPI_Neighbor_alltoallw,
-    MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw, alltoallw,
+    MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw,
+    MPI_Neighbor_alltoallw_init, PMPI_Neighbor_alltoallw_init, alltoallw,
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const Aint,
      sendtypes: *const i32, recvbuf: *mut c_void, recvcounts: *const c_int,
      rdispls: *const Aint, recvtypes: *const i32));
 
 neighbor_entries!(MPI_Neighbor_alltoallw_c, PMPI_Neighbor_alltoallw_c,
-    MPI_Ineighbor_alltoallw_c, PMPI_Ineighbor_alltoallw_c, alltoallw,
+    MPI_Ineighbor_alltoallw_c, PMPI_Ineighbor_alltoallw_c,
+    MPI_Neighbor_alltoallw_init_c, PMPI_Neighbor_alltoallw_init_c, alltoallw,
     (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const Aint,
      sendtypes: *const i32, recvbuf: *mut c_void, recvcounts: *const i64,
      rdispls: *const Aint, recvtypes: *const i32));

@@ -103,6 +103,12 @@ pub fn create(name: &'static str, make: Box<dyn Fn() -> Plan + Send>) -> MpiResu
     insert(name, start, false)
 }
 
+/// Creates a persistent request (not point-to-point) whose every start calls `start`
+/// (its arguments were checked by the caller).
+pub fn create_started(name: &'static str, start: Starter) -> MpiResult<i32> {
+    insert(name, start, false)
+}
+
 /// Creates a persistent point-to-point request whose every start calls `start` (its
 /// arguments were checked by the caller).
 pub fn create_p2p(name: &'static str, start: Starter) -> MpiResult<i32> {
