@@ -18,8 +18,23 @@ pub struct Envelope {
     pub combiner: i32,
     pub ints: Vec<i32>,
     pub addrs: Vec<isize>,
+    /// The MPI_Count arguments of an MPI-4 large-count constructor (`MPI_Type_..._c`),
+    /// which MPI_Type_get_envelope_c reports as large counts; empty otherwise.
+    pub counts: Vec<i64>,
     /// The datatypes it was built from, kept alive with the type.
     pub types: Vec<TypeRef>,
+}
+
+impl Envelope {
+    /// Argument `k` of the constructor's count-like arguments (its integers, or its
+    /// large counts when it was a large-count constructor: the two lists start alike).
+    pub fn count_arg(&self, k: usize) -> i64 {
+        if self.counts.is_empty() {
+            self.ints[k] as i64
+        } else {
+            self.counts[k]
+        }
+    }
 }
 
 /// A datatype: its layout, its construction, its commit state and name.
@@ -122,6 +137,7 @@ fn predefined_refs() -> &'static [TypeRef] {
                         combiner: MPI_COMBINER_NAMED,
                         ints: vec![],
                         addrs: vec![],
+                        counts: vec![],
                         types: vec![],
                     },
                 );
@@ -271,28 +287,81 @@ fn make(
             combiner,
             ints,
             addrs,
+            counts: vec![],
             types,
         },
     )))
 }
 
+/// How a constructor was called: with int counts (`MPI_Type_vector`) or with MPI_Count
+/// ones (MPI-4's `MPI_Type_vector_c`). It decides only where the envelope keeps the
+/// arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    Int,
+    Large,
+}
+
+/// Registers a type built by a constructor called in `form` with the count-like
+/// arguments `ints` (ints in the int form) and the address-like ones `addrs`: the large
+/// form reports both, in that order, as large counts (MPI-4.0 section 5.1.13).
+fn make_in(
+    form: Form,
+    layout: Layout,
+    combiner: i32,
+    ints: Vec<i64>,
+    addrs: Vec<isize>,
+    types: Vec<TypeRef>,
+) -> MpiResult<i32> {
+    let env = match form {
+        // (the int form's arguments came in as ints)
+        Form::Int => Envelope {
+            combiner,
+            ints: ints.iter().map(|&v| v as i32).collect(),
+            addrs,
+            counts: vec![],
+            types,
+        },
+        Form::Large => Envelope {
+            combiner,
+            ints: vec![],
+            addrs: vec![],
+            counts: ints
+                .into_iter()
+                .chain(addrs.iter().map(|&a| a as i64))
+                .collect(),
+            types,
+        },
+    };
+    register(Arc::new(Type::new(layout, env)))
+}
+
+fn wide(v: &[i32]) -> Vec<i64> {
+    v.iter().map(|&x| x as i64).collect()
+}
+
 // ---------------------------------------------------------------------------------------
 // Argument checks
 
-fn count_arg(n: i32, arg: &str) -> MpiResult<usize> {
+fn count_arg(n: i64, arg: &str) -> MpiResult<usize> {
     if n < 0 {
         Err(err(MPI_ERR_COUNT, format!("{arg}={n} is negative")))
     } else {
-        Ok(n as usize)
+        usize::try_from(n).map_err(|_| err(MPI_ERR_COUNT, format!("{arg}={n} is too large")))
     }
 }
 
-fn blocklen(n: i32, arg: &str) -> MpiResult<usize> {
+fn blocklen(n: i64, arg: &str) -> MpiResult<usize> {
     if n < 0 {
         Err(err(MPI_ERR_ARG, format!("{arg}={n} is negative")))
     } else {
-        Ok(n as usize)
+        usize::try_from(n).map_err(|_| err(MPI_ERR_ARG, format!("{arg}={n} is too large")))
     }
+}
+
+/// An MPI_Count displacement or stride as an address offset.
+fn addr(v: i64) -> isize {
+    v as isize
 }
 
 fn check_len<T>(a: &[T], n: usize, arg: &str) -> MpiResult<()> {
@@ -315,10 +384,22 @@ fn mul(a: isize, b: isize, what: &str) -> MpiResult<isize> {
 
 /// MPI_Type_contiguous.
 pub fn contiguous(count: i32, old: i32) -> MpiResult<i32> {
+    contiguous_in(Form::Int, count.into(), old)
+}
+
+/// MPI_Type_contiguous(_c).
+pub fn contiguous_in(form: Form, count: i64, old: i32) -> MpiResult<i32> {
     let n = count_arg(count, "count")?;
     let o = get(old, "oldtype")?;
     let l = layout::repeat(&o.layout, n, o.extent())?;
-    make(l, MPI_COMBINER_CONTIGUOUS, vec![count], vec![], vec![o])
+    make_in(
+        form,
+        l,
+        MPI_COMBINER_CONTIGUOUS,
+        vec![count],
+        vec![],
+        vec![o],
+    )
 }
 
 fn hvector_layout(n: usize, bl: usize, stride: isize, o: &Type) -> MpiResult<Layout> {
@@ -328,12 +409,30 @@ fn hvector_layout(n: usize, bl: usize, stride: isize, o: &Type) -> MpiResult<Lay
 
 /// MPI_Type_vector (stride in elements of `old`).
 pub fn vector(count: i32, blocklength: i32, stride: i32, old: i32) -> MpiResult<i32> {
+    vector_in(
+        Form::Int,
+        count.into(),
+        blocklength.into(),
+        stride.into(),
+        old,
+    )
+}
+
+/// MPI_Type_vector(_c).
+pub fn vector_in(
+    form: Form,
+    count: i64,
+    blocklength: i64,
+    stride: i64,
+    old: i32,
+) -> MpiResult<i32> {
     let n = count_arg(count, "count")?;
     let bl = blocklen(blocklength, "blocklength")?;
     let o = get(old, "oldtype")?;
-    let st = mul(stride as isize, o.extent(), "stride x extent of oldtype")?;
+    let st = mul(addr(stride), o.extent(), "stride x extent of oldtype")?;
     let l = hvector_layout(n, bl, st, &o)?;
-    make(
+    make_in(
+        form,
         l,
         MPI_COMBINER_VECTOR,
         vec![count, blocklength, stride],
@@ -344,11 +443,23 @@ pub fn vector(count: i32, blocklength: i32, stride: i32, old: i32) -> MpiResult<
 
 /// MPI_Type_create_hvector / MPI_Type_hvector (stride in bytes).
 pub fn hvector(count: i32, blocklength: i32, stride: isize, old: i32) -> MpiResult<i32> {
+    hvector_in(Form::Int, count.into(), blocklength.into(), stride, old)
+}
+
+/// MPI_Type_create_hvector(_c).
+pub fn hvector_in(
+    form: Form,
+    count: i64,
+    blocklength: i64,
+    stride: isize,
+    old: i32,
+) -> MpiResult<i32> {
     let n = count_arg(count, "count")?;
     let bl = blocklen(blocklength, "blocklength")?;
     let o = get(old, "oldtype")?;
     let l = hvector_layout(n, bl, stride, &o)?;
-    make(
+    make_in(
+        form,
         l,
         MPI_COMBINER_HVECTOR,
         vec![count, blocklength],
@@ -365,7 +476,7 @@ fn blocks_layout(o: &Type, bls: &[usize], disps: &[isize]) -> MpiResult<Layout> 
     b.finish(false)
 }
 
-fn blocklens(bls: &[i32], n: usize) -> MpiResult<Vec<usize>> {
+fn blocklens(bls: &[i64], n: usize) -> MpiResult<Vec<usize>> {
     check_len(bls, n, "array_of_blocklengths")?;
     bls[..n]
         .iter()
@@ -376,23 +487,39 @@ fn blocklens(bls: &[i32], n: usize) -> MpiResult<Vec<usize>> {
 
 /// MPI_Type_indexed (displacements in elements of `old`).
 pub fn indexed(count: i32, bls: &[i32], disps: &[i32], old: i32) -> MpiResult<i32> {
+    indexed_in(Form::Int, count.into(), &wide(bls), &wide(disps), old)
+}
+
+/// MPI_Type_indexed(_c).
+pub fn indexed_in(form: Form, count: i64, bls: &[i64], disps: &[i64], old: i32) -> MpiResult<i32> {
     let n = count_arg(count, "count")?;
     let b = blocklens(bls, n)?;
     check_len(disps, n, "array_of_displacements")?;
     let o = get(old, "oldtype")?;
     let d = disps[..n]
         .iter()
-        .map(|&d| mul(d as isize, o.extent(), "displacement x extent of oldtype"))
+        .map(|&d| mul(addr(d), o.extent(), "displacement x extent of oldtype"))
         .collect::<MpiResult<Vec<_>>>()?;
     let l = blocks_layout(&o, &b, &d)?;
     let mut ints = vec![count];
     ints.extend_from_slice(&bls[..n]);
     ints.extend_from_slice(&disps[..n]);
-    make(l, MPI_COMBINER_INDEXED, ints, vec![], vec![o])
+    make_in(form, l, MPI_COMBINER_INDEXED, ints, vec![], vec![o])
 }
 
 /// MPI_Type_create_hindexed / MPI_Type_hindexed (displacements in bytes).
 pub fn hindexed(count: i32, bls: &[i32], disps: &[isize], old: i32) -> MpiResult<i32> {
+    hindexed_in(Form::Int, count.into(), &wide(bls), disps, old)
+}
+
+/// MPI_Type_create_hindexed(_c).
+pub fn hindexed_in(
+    form: Form,
+    count: i64,
+    bls: &[i64],
+    disps: &[isize],
+    old: i32,
+) -> MpiResult<i32> {
     let n = count_arg(count, "count")?;
     let b = blocklens(bls, n)?;
     check_len(disps, n, "array_of_displacements")?;
@@ -400,33 +527,69 @@ pub fn hindexed(count: i32, bls: &[i32], disps: &[isize], old: i32) -> MpiResult
     let l = blocks_layout(&o, &b, &disps[..n])?;
     let mut ints = vec![count];
     ints.extend_from_slice(&bls[..n]);
-    make(l, MPI_COMBINER_HINDEXED, ints, disps[..n].to_vec(), vec![o])
+    make_in(
+        form,
+        l,
+        MPI_COMBINER_HINDEXED,
+        ints,
+        disps[..n].to_vec(),
+        vec![o],
+    )
 }
 
 /// MPI_Type_create_indexed_block.
 pub fn indexed_block(count: i32, blocklength: i32, disps: &[i32], old: i32) -> MpiResult<i32> {
+    indexed_block_in(
+        Form::Int,
+        count.into(),
+        blocklength.into(),
+        &wide(disps),
+        old,
+    )
+}
+
+/// MPI_Type_create_indexed_block(_c).
+pub fn indexed_block_in(
+    form: Form,
+    count: i64,
+    blocklength: i64,
+    disps: &[i64],
+    old: i32,
+) -> MpiResult<i32> {
     let n = count_arg(count, "count")?;
     let bl = blocklen(blocklength, "blocklength")?;
     check_len(disps, n, "array_of_displacements")?;
     let o = get(old, "oldtype")?;
     let d = disps[..n]
         .iter()
-        .map(|&d| mul(d as isize, o.extent(), "displacement x extent of oldtype"))
+        .map(|&d| mul(addr(d), o.extent(), "displacement x extent of oldtype"))
         .collect::<MpiResult<Vec<_>>>()?;
     let l = blocks_layout(&o, &vec![bl; n], &d)?;
     let mut ints = vec![count, blocklength];
     ints.extend_from_slice(&disps[..n]);
-    make(l, MPI_COMBINER_INDEXED_BLOCK, ints, vec![], vec![o])
+    make_in(form, l, MPI_COMBINER_INDEXED_BLOCK, ints, vec![], vec![o])
 }
 
 /// MPI_Type_create_hindexed_block.
 pub fn hindexed_block(count: i32, blocklength: i32, disps: &[isize], old: i32) -> MpiResult<i32> {
+    hindexed_block_in(Form::Int, count.into(), blocklength.into(), disps, old)
+}
+
+/// MPI_Type_create_hindexed_block(_c).
+pub fn hindexed_block_in(
+    form: Form,
+    count: i64,
+    blocklength: i64,
+    disps: &[isize],
+    old: i32,
+) -> MpiResult<i32> {
     let n = count_arg(count, "count")?;
     let bl = blocklen(blocklength, "blocklength")?;
     check_len(disps, n, "array_of_displacements")?;
     let o = get(old, "oldtype")?;
     let l = blocks_layout(&o, &vec![bl; n], &disps[..n])?;
-    make(
+    make_in(
+        form,
         l,
         MPI_COMBINER_HINDEXED_BLOCK,
         vec![count, blocklength],
@@ -437,6 +600,17 @@ pub fn hindexed_block(count: i32, blocklength: i32, disps: &[isize], old: i32) -
 
 /// MPI_Type_create_struct / MPI_Type_struct. MPI_LB and MPI_UB entries act as markers.
 pub fn structure(count: i32, bls: &[i32], disps: &[isize], types: &[i32]) -> MpiResult<i32> {
+    structure_in(Form::Int, count.into(), &wide(bls), disps, types)
+}
+
+/// MPI_Type_create_struct(_c).
+pub fn structure_in(
+    form: Form,
+    count: i64,
+    bls: &[i64],
+    disps: &[isize],
+    types: &[i32],
+) -> MpiResult<i32> {
     let n = count_arg(count, "count")?;
     let b = blocklens(bls, n)?;
     check_len(disps, n, "array_of_displacements")?;
@@ -453,16 +627,28 @@ pub fn structure(count: i32, bls: &[i32], disps: &[isize], types: &[i32]) -> Mpi
     let l = bld.finish(true)?;
     let mut ints = vec![count];
     ints.extend_from_slice(&bls[..n]);
-    make(l, MPI_COMBINER_STRUCT, ints, disps[..n].to_vec(), ts)
+    make_in(form, l, MPI_COMBINER_STRUCT, ints, disps[..n].to_vec(), ts)
 }
 
 /// MPI_Type_create_resized.
 pub fn resized(old: i32, lb: isize, extent: isize) -> MpiResult<i32> {
+    resized_in(Form::Int, old, lb, extent)
+}
+
+/// MPI_Type_create_resized(_c).
+pub fn resized_in(form: Form, old: i32, lb: isize, extent: isize) -> MpiResult<i32> {
     let o = get(old, "oldtype")?;
     // A negative extent is legal; such a type can be queried and built upon, but not
     // used to communicate (see `get_committed`).
     let l = o.layout.resized(lb, extent)?;
-    make(l, MPI_COMBINER_RESIZED, vec![], vec![lb, extent], vec![o])
+    make_in(
+        form,
+        l,
+        MPI_COMBINER_RESIZED,
+        vec![],
+        vec![lb, extent],
+        vec![o],
+    )
 }
 
 /// The datatype `h` as the owner of attributes.
@@ -483,6 +669,7 @@ fn dup_layout(o: &TypeRef) -> Type {
             combiner: MPI_COMBINER_DUP,
             ints: vec![],
             addrs: vec![],
+            counts: vec![],
             types: vec![o.clone()],
         },
     );
@@ -519,6 +706,29 @@ pub fn subarray(
     sizes: &[i32],
     subsizes: &[i32],
     starts: &[i32],
+    order: i32,
+    old: i32,
+) -> MpiResult<i32> {
+    let n = ndims.max(0) as usize;
+    let w = |a: &[i32]| wide(&a[..n.min(a.len())]);
+    subarray_in(
+        Form::Int,
+        ndims,
+        &w(sizes),
+        &w(subsizes),
+        &w(starts),
+        order,
+        old,
+    )
+}
+
+/// MPI_Type_create_subarray(_c).
+pub fn subarray_in(
+    form: Form,
+    ndims: i32,
+    sizes: &[i64],
+    subsizes: &[i64],
+    starts: &[i64],
     order: i32,
     old: i32,
 ) -> MpiResult<i32> {
@@ -579,22 +789,71 @@ pub fn subarray(
     let mut b = Builder::new();
     b.add(&l, offset, 1, 0)?;
     let l = b.finish(false)?.resized(0, stride)?;
-    let mut ints = vec![ndims];
-    ints.extend_from_slice(&sizes[..nd]);
-    ints.extend_from_slice(&subsizes[..nd]);
-    ints.extend_from_slice(&starts[..nd]);
-    ints.push(order);
-    make(l, MPI_COMBINER_SUBARRAY, ints, vec![], vec![o])
+    let mut dims = sizes[..nd].to_vec();
+    dims.extend_from_slice(&subsizes[..nd]);
+    dims.extend_from_slice(&starts[..nd]);
+    let env = match form {
+        Form::Int => {
+            let mut ints = vec![ndims];
+            ints.extend(dims.iter().map(|&v| v as i32));
+            ints.push(order);
+            Envelope {
+                combiner: MPI_COMBINER_SUBARRAY,
+                ints,
+                addrs: vec![],
+                counts: vec![],
+                types: vec![o],
+            }
+        }
+        // (MPI-4.0: ndims and order stay integers, the sizes are large counts)
+        Form::Large => Envelope {
+            combiner: MPI_COMBINER_SUBARRAY,
+            ints: vec![ndims, order],
+            addrs: vec![],
+            counts: dims,
+            types: vec![o],
+        },
+    };
+    register(Arc::new(Type::new(l, env)))
 }
 
 // ---------------------------------------------------------------------------------------
 // Queries
 
-/// MPI_Type_get_envelope: (num_integers, num_addresses, num_datatypes, combiner).
+/// MPI_Type_get_envelope: (num_integers, num_addresses, num_datatypes, combiner). A type
+/// built by a large-count constructor has no such envelope: MPI_ERR_TYPE.
 pub fn envelope(h: i32) -> MpiResult<(usize, usize, usize, i32)> {
     let t = get(h, "datatype")?;
     let e = &t.envelope;
+    no_large_counts(h, e)?;
     Ok((e.ints.len(), e.addrs.len(), e.types.len(), e.combiner))
+}
+
+fn no_large_counts(h: i32, e: &Envelope) -> MpiResult<()> {
+    if e.counts.is_empty() {
+        return Ok(());
+    }
+    Err(err(
+        MPI_ERR_TYPE,
+        format!(
+            "datatype={h:#x} was built by a large-count constructor (an MPI_Type_..._c call): its {} MPI_Count arguments need MPI_Type_get_envelope_c / MPI_Type_get_contents_c",
+            e.counts.len()
+        ),
+    ))
+}
+
+/// MPI_Type_get_envelope_c: (num_integers, num_addresses, num_large_counts,
+/// num_datatypes, combiner).
+pub fn envelope_c(h: i32) -> MpiResult<(usize, usize, usize, usize, i32)> {
+    let t = get(h, "datatype")?;
+    let e = &t.envelope;
+    Ok((
+        e.ints.len(),
+        e.addrs.len(),
+        e.counts.len(),
+        e.types.len(),
+        e.combiner,
+    ))
 }
 
 /// MPI_Type_get_contents: the integers, addresses and datatype handles the type was
@@ -606,6 +865,22 @@ pub fn contents(
     max_addrs: usize,
     max_types: usize,
 ) -> MpiResult<(Vec<i32>, Vec<isize>, Vec<i32>)> {
+    no_large_counts(h, &get(h, "datatype")?.envelope)?;
+    let (i, a, _, d) = contents_c(h, max_ints, max_addrs, 0, max_types)?;
+    Ok((i, a, d))
+}
+
+/// What MPI_Type_get_contents_c returns: integers, addresses, large counts, datatypes.
+pub type Contents = (Vec<i32>, Vec<isize>, Vec<i64>, Vec<i32>);
+
+/// MPI_Type_get_contents_c: as [`contents`], with the large counts.
+pub fn contents_c(
+    h: i32,
+    max_ints: usize,
+    max_addrs: usize,
+    max_counts: usize,
+    max_types: usize,
+) -> MpiResult<Contents> {
     let t = get(h, "datatype")?;
     let e = &t.envelope;
     if e.combiner == MPI_COMBINER_NAMED {
@@ -620,6 +895,7 @@ pub fn contents(
     for (have, need, what) in [
         (max_ints, e.ints.len(), "max_integers"),
         (max_addrs, e.addrs.len(), "max_addresses"),
+        (max_counts, e.counts.len(), "max_large_counts"),
         (max_types, e.types.len(), "max_datatypes"),
     ] {
         if have < need {
@@ -645,7 +921,7 @@ pub fn contents(
             },
         }
     }
-    Ok((e.ints.clone(), e.addrs.clone(), hs))
+    Ok((e.ints.clone(), e.addrs.clone(), e.counts.clone(), hs))
 }
 
 /// MPI_Type_get_name: the name set, or the standard name of a predefined type, or "".
@@ -709,6 +985,7 @@ fn f90_type(combiner: i32, ints: Vec<i32>, base: i32) -> MpiResult<i32> {
             combiner,
             ints: key.1.clone(),
             addrs: vec![],
+            counts: vec![],
             types: vec![],
         },
     );

@@ -117,7 +117,7 @@ fn walk(t: &Type, times: usize, out: &mut Vec<(&'static Predef, usize)>) -> MpiR
     if e.combiner == MPI_COMBINER_STRUCT {
         let mut one = Vec::new();
         for (i, ty) in e.types.iter().enumerate() {
-            walk(ty, e.ints[1 + i].max(0) as usize, &mut one)?;
+            walk(ty, e.count_arg(1 + i).max(0) as usize, &mut one)?;
         }
         for _ in 0..times {
             for &(p, n) in &one {

@@ -1,5 +1,6 @@
 //! MPI §4: derived datatypes, pack / unpack, addresses.
 use crate::abi::*;
+use crate::datatype::derived::Form;
 use crate::datatype::{self, derived};
 use crate::error::{err, MpiResult};
 use crate::ffi::c::p2p::CStatus;
@@ -131,6 +132,104 @@ mpi_entry!(MPI_Type_struct, PMPI_Type_struct,
 mpi_entry!(MPI_Type_create_resized, PMPI_Type_create_resized,
     (oldtype: i32, lb: Aint, extent: Aint, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
     new_type(newtype, || derived::resized(oldtype, lb, extent))
+});
+
+// ---------------------------------------------------------------------------------------
+// MPI-4 large-count constructors: MPI_Count counts and displacements, which the envelope
+// reports as large counts (MPI_Type_get_envelope_c).
+
+/// An MPI_Count input array of `n` entries (none read when n <= 0).
+fn arr_c<'a, T>(p: *const T, n: i64, arg: &str) -> MpiResult<&'a [T]> {
+    check::array(p, n.max(0) as usize, arg)
+}
+
+fn addrs(v: &[i64]) -> Vec<Aint> {
+    v.iter().map(|&x| x as Aint).collect()
+}
+
+mpi_entry!(MPI_Type_contiguous_c, PMPI_Type_contiguous_c,
+    (count: i64, oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || derived::contiguous_in(Form::Large, count, oldtype))
+});
+
+mpi_entry!(MPI_Type_vector_c, PMPI_Type_vector_c,
+    (count: i64, blocklength: i64, stride: i64, oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || derived::vector_in(Form::Large, count, blocklength, stride, oldtype))
+});
+
+mpi_entry!(MPI_Type_create_hvector_c, PMPI_Type_create_hvector_c,
+    (count: i64, blocklength: i64, stride: i64, oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || {
+        derived::hvector_in(Form::Large, count, blocklength, stride as Aint, oldtype)
+    })
+});
+
+mpi_entry!(MPI_Type_indexed_c, PMPI_Type_indexed_c,
+    (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64,
+     oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || {
+        let b = arr_c(array_of_blocklengths, count, "array_of_blocklengths")?;
+        let d = arr_c(array_of_displacements, count, "array_of_displacements")?;
+        derived::indexed_in(Form::Large, count, b, d, oldtype)
+    })
+});
+
+mpi_entry!(MPI_Type_create_hindexed_c, PMPI_Type_create_hindexed_c,
+    (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64,
+     oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || {
+        let b = arr_c(array_of_blocklengths, count, "array_of_blocklengths")?;
+        let d = arr_c(array_of_displacements, count, "array_of_displacements")?;
+        derived::hindexed_in(Form::Large, count, b, &addrs(d), oldtype)
+    })
+});
+
+mpi_entry!(MPI_Type_create_indexed_block_c, PMPI_Type_create_indexed_block_c,
+    (count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: i32,
+     newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || {
+        let d = arr_c(array_of_displacements, count, "array_of_displacements")?;
+        derived::indexed_block_in(Form::Large, count, blocklength, d, oldtype)
+    })
+});
+
+mpi_entry!(MPI_Type_create_hindexed_block_c, PMPI_Type_create_hindexed_block_c,
+    (count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: i32,
+     newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || {
+        let d = arr_c(array_of_displacements, count, "array_of_displacements")?;
+        derived::hindexed_block_in(Form::Large, count, blocklength, &addrs(d), oldtype)
+    })
+});
+
+mpi_entry!(MPI_Type_create_struct_c, PMPI_Type_create_struct_c,
+    (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64,
+     array_of_types: *const i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || {
+        let b = arr_c(array_of_blocklengths, count, "array_of_blocklengths")?;
+        let d = arr_c(array_of_displacements, count, "array_of_displacements")?;
+        let t = arr_c(array_of_types, count, "array_of_types")?;
+        derived::structure_in(Form::Large, count, b, &addrs(d), t)
+    })
+});
+
+mpi_entry!(MPI_Type_create_resized_c, PMPI_Type_create_resized_c,
+    (oldtype: i32, lb: i64, extent: i64, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || derived::resized_in(Form::Large, oldtype, lb as Aint, extent as Aint))
+});
+
+mpi_entry!(MPI_Type_create_subarray_c, PMPI_Type_create_subarray_c,
+    (ndims: c_int, array_of_sizes: *const i64, array_of_subsizes: *const i64,
+     array_of_starts: *const i64, order: c_int, oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || {
+        let s = arr(array_of_sizes, ndims, "array_of_sizes")?;
+        let ss = arr(array_of_subsizes, ndims, "array_of_subsizes")?;
+        let st = arr(array_of_starts, ndims, "array_of_starts")?;
+        derived::subarray_in(Form::Large, ndims, s, ss, st, order, oldtype)
+    })
 });
 
 mpi_entry!(MPI_Type_create_subarray, PMPI_Type_create_subarray,
@@ -345,6 +444,51 @@ mpi_entry!(MPI_Type_get_contents, PMPI_Type_get_contents,
     )?;
     io.copy_from_slice(&i);
     ao.copy_from_slice(&a);
+    dout.copy_from_slice(&d);
+    Ok(())
+});
+
+mpi_entry!(MPI_Type_get_envelope_c, PMPI_Type_get_envelope_c,
+    (datatype: i32, num_integers: *mut i64, num_addresses: *mut i64,
+     num_large_counts: *mut i64, num_datatypes: *mut i64, combiner: *mut c_int),
+    errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    let (ni, na, nc, nd, c) = derived::envelope_c(datatype)?;
+    check::out(num_integers, ni as i64, "num_integers")?;
+    check::out(num_addresses, na as i64, "num_addresses")?;
+    check::out(num_large_counts, nc as i64, "num_large_counts")?;
+    check::out(num_datatypes, nd as i64, "num_datatypes")?;
+    check::out(combiner, c, "combiner")
+});
+
+mpi_entry!(MPI_Type_get_contents_c, PMPI_Type_get_contents_c,
+    (datatype: i32, max_integers: i64, max_addresses: i64, max_large_counts: i64,
+     max_datatypes: i64, array_of_integers: *mut c_int, array_of_addresses: *mut Aint,
+     array_of_large_counts: *mut i64, array_of_datatypes: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    crate::runtime::job()?;
+    for (v, what) in [(max_integers, "max_integers"), (max_addresses, "max_addresses"),
+                      (max_large_counts, "max_large_counts"), (max_datatypes, "max_datatypes")] {
+        if v < 0 {
+            return Err(err(MPI_ERR_ARG, format!("{what}={v} is negative")));
+        }
+    }
+    let (ni, na, nc, nd, _) = derived::envelope_c(datatype)?;
+    // check the output arrays before creating handles for the datatypes
+    let io = check::array_mut(array_of_integers, ni, "array_of_integers")?;
+    let ao = check::array_mut(array_of_addresses, na, "array_of_addresses")?;
+    let co = check::array_mut(array_of_large_counts, nc, "array_of_large_counts")?;
+    let dout = check::array_mut(array_of_datatypes, nd, "array_of_datatypes")?;
+    let (i, a, c, d) = derived::contents_c(
+        datatype,
+        max_integers as usize,
+        max_addresses as usize,
+        max_large_counts as usize,
+        max_datatypes as usize,
+    )?;
+    io.copy_from_slice(&i);
+    ao.copy_from_slice(&a);
+    co.copy_from_slice(&c);
     dout.copy_from_slice(&d);
     Ok(())
 });
