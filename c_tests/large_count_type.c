@@ -1,6 +1,7 @@
 /* The MPI-4 large-count datatype constructors (MPI_Type_contiguous_c, vector_c,
  * create_hvector_c, indexed_c, create_hindexed_c, create_indexed_block_c,
- * create_hindexed_block_c, create_struct_c, create_resized_c, create_subarray_c) and
+ * create_hindexed_block_c, create_struct_c, create_resized_c, create_subarray_c,
+ * create_darray_c) and
  * MPI_Type_get_envelope_c / MPI_Type_get_contents_c. Each _c type is checked against the
  * same type built by the int constructor (size, extents, the bytes MPI_Pack and
  * MPI_Pack_external make of the same data, a message sent with one and received with the
@@ -155,6 +156,26 @@ int main(int argc, char **argv) {
         same("subarray", a, b, 1);
         envelope("subarray", a, MPI_COMBINER_SUBARRAY, 2, 0, 6, 1, (int[]){2, MPI_ORDER_C},
                  (MPI_Count[]){6, 8, 3, 4, 1, 2});
+        MPI_Type_free(&a); MPI_Type_free(&b);
+    }
+
+    /* darray: a 6 x 8 array, block-distributed over a 1 x 1 grid and cyclic(2) over
+     * a 2 x 1 one (as process 1 of 2) */
+    {
+        MPI_Count gs[2] = {6, 8};
+        int igs[2] = {6, 8}, dist[2] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC},
+            darg[2] = {MPI_DISTRIBUTE_DFLT_DARG, 2}, ps1[2] = {1, 1}, ps2[2] = {2, 1};
+        MPI_Type_create_darray_c(1, 0, 2, gs, dist, darg, ps1, MPI_ORDER_C, MPI_INT, &a);
+        MPI_Type_create_darray(1, 0, 2, igs, dist, darg, ps1, MPI_ORDER_C, MPI_INT, &b);
+        same("darray 1x1", a, b, 1);
+        envelope("darray 1x1", a, MPI_COMBINER_DARRAY, 10, 0, 2, 1,
+                 (int[]){1, 0, 2, MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_DFLT_DARG, 2, 1, 1, MPI_ORDER_C},
+                 (MPI_Count[]){6, 8});
+        MPI_Type_free(&a); MPI_Type_free(&b);
+        int dist2[2] = {MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_NONE}, darg2[2] = {2, MPI_DISTRIBUTE_DFLT_DARG};
+        MPI_Type_create_darray_c(2, 1, 2, gs, dist2, darg2, ps2, MPI_ORDER_FORTRAN, MPI_INT, &a);
+        MPI_Type_create_darray(2, 1, 2, igs, dist2, darg2, ps2, MPI_ORDER_FORTRAN, MPI_INT, &b);
+        same("darray 2x1", a, b, 1);
         MPI_Type_free(&a); MPI_Type_free(&b);
     }
 

@@ -274,25 +274,6 @@ pub fn free(h: i32) -> MpiResult<()> {
     Ok(())
 }
 
-fn make(
-    layout: Layout,
-    combiner: i32,
-    ints: Vec<i32>,
-    addrs: Vec<isize>,
-    types: Vec<TypeRef>,
-) -> MpiResult<i32> {
-    register(Arc::new(Type::new(
-        layout,
-        Envelope {
-            combiner,
-            ints,
-            addrs,
-            counts: vec![],
-            types,
-        },
-    )))
-}
-
 /// How a constructor was called: with int counts (`MPI_Type_vector`) or with MPI_Count
 /// ones (MPI-4's `MPI_Type_vector_c`). It decides only where the envelope keeps the
 /// arguments.
@@ -1064,7 +1045,7 @@ pub fn f90_integer_kind(r: i32) -> MpiResult<i32> {
 /// (MPI §4.1.4, MPI_Type_create_darray).
 fn darray_blocks(
     i: usize,
-    g: i32,
+    g: i64,
     distrib: i32,
     darg: i32,
     p: i32,
@@ -1082,16 +1063,16 @@ fn darray_blocks(
         }
         MPI_DISTRIBUTE_BLOCK => {
             let b = if darg == MPI_DISTRIBUTE_DFLT_DARG {
-                (g as i64 + p as i64 - 1) / p as i64
-            } else if darg <= 0 || (darg as i64) * (p as i64) < g as i64 {
+                (g + p as i64 - 1) / p as i64
+            } else if darg <= 0 || (darg as i64) * (p as i64) < g {
                 return Err(bad(format!(
                     "block size array_of_dargs[{i}]={darg} x {p} processes does not cover {g} elements"
                 )));
             } else {
                 darg as i64
             };
-            let lo = (r as i64 * b).min(g as i64);
-            let hi = ((r as i64 + 1) * b).min(g as i64);
+            let lo = (r as i64 * b).min(g);
+            let hi = ((r as i64 + 1) * b).min(g);
             Ok(vec![(lo as usize, (hi - lo) as usize)])
         }
         MPI_DISTRIBUTE_CYCLIC => {
@@ -1104,8 +1085,8 @@ fn darray_blocks(
             };
             let mut v = vec![];
             let mut lo = r as i64 * b;
-            while lo < g as i64 {
-                v.push((lo as usize, (b.min(g as i64 - lo)) as usize));
+            while lo < g {
+                v.push((lo as usize, (b.min(g - lo)) as usize));
                 lo += p as i64 * b;
             }
             Ok(v)
@@ -1124,6 +1105,35 @@ pub fn darray(
     rank: i32,
     ndims: i32,
     gsizes: &[i32],
+    distribs: &[i32],
+    dargs: &[i32],
+    psizes: &[i32],
+    order: i32,
+    old: i32,
+) -> MpiResult<i32> {
+    let g = wide(&gsizes[..(ndims.max(0) as usize).min(gsizes.len())]);
+    darray_in(
+        Form::Int,
+        size,
+        rank,
+        ndims,
+        &g,
+        distribs,
+        dargs,
+        psizes,
+        order,
+        old,
+    )
+}
+
+/// MPI_Type_create_darray(_c).
+#[allow(clippy::too_many_arguments)]
+pub fn darray_in(
+    form: Form,
+    size: i32,
+    rank: i32,
+    ndims: i32,
+    gsizes: &[i64],
     distribs: &[i32],
     dargs: &[i32],
     psizes: &[i32],
@@ -1203,10 +1213,26 @@ pub fn darray(
     }
     let l = l.resized(0, stride)?;
     let mut ints = vec![size, rank, ndims];
-    ints.extend_from_slice(&gsizes[..nd]);
+    // (the large form keeps the global sizes as large counts, the rest as integers)
+    let counts = match form {
+        Form::Int => {
+            ints.extend(gsizes[..nd].iter().map(|&g| g as i32));
+            vec![]
+        }
+        Form::Large => gsizes[..nd].to_vec(),
+    };
     ints.extend_from_slice(&distribs[..nd]);
     ints.extend_from_slice(&dargs[..nd]);
     ints.extend_from_slice(&psizes[..nd]);
     ints.push(order);
-    make(l, MPI_COMBINER_DARRAY, ints, vec![], vec![o])
+    register(Arc::new(Type::new(
+        l,
+        Envelope {
+            combiner: MPI_COMBINER_DARRAY,
+            ints,
+            addrs: vec![],
+            counts,
+            types: vec![o],
+        },
+    )))
 }

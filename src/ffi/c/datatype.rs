@@ -232,6 +232,20 @@ mpi_entry!(MPI_Type_create_subarray_c, PMPI_Type_create_subarray_c,
     })
 });
 
+mpi_entry!(MPI_Type_create_darray_c, PMPI_Type_create_darray_c,
+    (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const i64,
+     array_of_distribs: *const c_int, array_of_dargs: *const c_int,
+     array_of_psizes: *const c_int, order: c_int, oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    new_type(newtype, || {
+        let g = arr(array_of_gsizes, ndims, "array_of_gsizes")?;
+        let d = arr(array_of_distribs, ndims, "array_of_distribs")?;
+        let a = arr(array_of_dargs, ndims, "array_of_dargs")?;
+        let p = arr(array_of_psizes, ndims, "array_of_psizes")?;
+        derived::darray_in(Form::Large, size, rank, ndims, g, d, a, p, order, oldtype)
+    })
+});
+
 mpi_entry!(MPI_Type_create_subarray, PMPI_Type_create_subarray,
     (ndims: c_int, array_of_sizes: *const c_int, array_of_subsizes: *const c_int,
      array_of_starts: *const c_int, order: c_int, oldtype: i32, newtype: *mut i32),
