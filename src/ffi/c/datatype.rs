@@ -25,237 +25,319 @@ fn arr<'a, T>(p: *const T, n: c_int, arg: &str) -> MpiResult<&'a [T]> {
     check::array(p, n.max(0) as usize, arg)
 }
 
+/// A count, displacement or size argument of a constructor: an int (`MPI_Type_vector`),
+/// an MPI_Aint, or an MPI_Count (MPI-4's `MPI_Type_vector_c`).
+trait Arg: Copy {
+    fn wide(self) -> i64;
+}
+impl Arg for c_int {
+    fn wide(self) -> i64 {
+        self.into()
+    }
+}
+impl Arg for i64 {
+    fn wide(self) -> i64 {
+        self
+    }
+}
+impl Arg for isize {
+    fn wide(self) -> i64 {
+        self as i64
+    }
+}
+
+/// The `n` entries (none read when n <= 0) of an input array of counts, widened.
+fn counts<T: Arg>(p: *const T, n: impl Arg, arg: &str) -> MpiResult<Vec<i64>> {
+    let a = check::array(p, n.wide().max(0) as usize, arg)?;
+    Ok(a.iter().map(|x| x.wide()).collect())
+}
+
+/// The `n` entries of an input array of byte displacements, as addresses.
+fn addrs<T: Arg>(p: *const T, n: impl Arg, arg: &str) -> MpiResult<Vec<Aint>> {
+    Ok(counts(p, n, arg)?.into_iter().map(|x| x as Aint).collect())
+}
+
+const BLS: &str = "array_of_blocklengths";
+const DISPS: &str = "array_of_displacements";
+
+// Each constructor once for both forms: `form` says which was called (derived::Form).
+
+fn contiguous_entry(form: Form, count: impl Arg, old: i32, new: *mut i32) -> MpiResult<()> {
+    new_type(new, || derived::contiguous_in(form, count.wide(), old))
+}
+
+fn vector_entry<C: Arg>(
+    form: Form,
+    n: C,
+    bl: C,
+    stride: C,
+    old: i32,
+    new: *mut i32,
+) -> MpiResult<()> {
+    new_type(new, || {
+        derived::vector_in(form, n.wide(), bl.wide(), stride.wide(), old)
+    })
+}
+
+fn hvector_entry<C: Arg>(
+    form: Form,
+    n: C,
+    bl: C,
+    stride: impl Arg,
+    old: i32,
+    new: *mut i32,
+) -> MpiResult<()> {
+    new_type(new, || {
+        derived::hvector_in(form, n.wide(), bl.wide(), stride.wide() as Aint, old)
+    })
+}
+
+fn indexed_entry<C: Arg>(
+    form: Form,
+    n: C,
+    bls: *const C,
+    disps: *const C,
+    old: i32,
+    new: *mut i32,
+) -> MpiResult<()> {
+    new_type(new, || {
+        let (b, d) = (counts(bls, n, BLS)?, counts(disps, n, DISPS)?);
+        derived::indexed_in(form, n.wide(), &b, &d, old)
+    })
+}
+
+fn hindexed_entry<C: Arg>(
+    form: Form,
+    n: C,
+    bls: *const C,
+    disps: *const impl Arg,
+    old: i32,
+    new: *mut i32,
+) -> MpiResult<()> {
+    new_type(new, || {
+        let (b, d) = (counts(bls, n, BLS)?, addrs(disps, n, DISPS)?);
+        derived::hindexed_in(form, n.wide(), &b, &d, old)
+    })
+}
+
+fn indexed_block_entry<C: Arg>(
+    form: Form,
+    n: C,
+    bl: C,
+    disps: *const C,
+    old: i32,
+    new: *mut i32,
+) -> MpiResult<()> {
+    new_type(new, || {
+        let d = counts(disps, n, DISPS)?;
+        derived::indexed_block_in(form, n.wide(), bl.wide(), &d, old)
+    })
+}
+
+fn hindexed_block_entry<C: Arg>(
+    form: Form,
+    n: C,
+    bl: C,
+    disps: *const impl Arg,
+    old: i32,
+    new: *mut i32,
+) -> MpiResult<()> {
+    new_type(new, || {
+        let d = addrs(disps, n, DISPS)?;
+        derived::hindexed_block_in(form, n.wide(), bl.wide(), &d, old)
+    })
+}
+
+fn struct_entry<C: Arg>(
+    form: Form,
+    n: C,
+    bls: *const C,
+    disps: *const impl Arg,
+    types: *const i32,
+    new: *mut i32,
+) -> MpiResult<()> {
+    new_type(new, || {
+        let (b, d) = (counts(bls, n, BLS)?, addrs(disps, n, DISPS)?);
+        let t = check::array(types, n.wide().max(0) as usize, "array_of_types")?;
+        derived::structure_in(form, n.wide(), &b, &d, t)
+    })
+}
+
+fn resized_entry(
+    form: Form,
+    old: i32,
+    lb: impl Arg,
+    extent: impl Arg,
+    new: *mut i32,
+) -> MpiResult<()> {
+    new_type(new, || {
+        derived::resized_in(form, old, lb.wide() as Aint, extent.wide() as Aint)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn subarray_entry<C: Arg>(
+    form: Form,
+    ndims: c_int,
+    sizes: *const C,
+    subsizes: *const C,
+    starts: *const C,
+    order: c_int,
+    old: i32,
+    new: *mut i32,
+) -> MpiResult<()> {
+    new_type(new, || {
+        let s = counts(sizes, ndims, "array_of_sizes")?;
+        let ss = counts(subsizes, ndims, "array_of_subsizes")?;
+        let st = counts(starts, ndims, "array_of_starts")?;
+        derived::subarray_in(form, ndims, &s, &ss, &st, order, old)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn darray_entry<C: Arg>(
+    form: Form,
+    size: c_int,
+    rank: c_int,
+    ndims: c_int,
+    gsizes: *const C,
+    distribs: *const c_int,
+    dargs: *const c_int,
+    psizes: *const c_int,
+    order: c_int,
+    old: i32,
+    new: *mut i32,
+) -> MpiResult<()> {
+    new_type(new, || {
+        let g = counts(gsizes, ndims, "array_of_gsizes")?;
+        let d = arr(distribs, ndims, "array_of_distribs")?;
+        let a = arr(dargs, ndims, "array_of_dargs")?;
+        let p = arr(psizes, ndims, "array_of_psizes")?;
+        derived::darray_in(form, size, rank, ndims, &g, d, a, p, order, old)
+    })
+}
+
 mpi_entry!(MPI_Type_contiguous, PMPI_Type_contiguous,
     (count: c_int, oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || derived::contiguous(count, oldtype))
+    contiguous_entry(Form::Int, count, oldtype, newtype)
+});
+mpi_entry!(MPI_Type_contiguous_c, PMPI_Type_contiguous_c,
+    (count: i64, oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    contiguous_entry(Form::Large, count, oldtype, newtype)
 });
 
 mpi_entry!(MPI_Type_vector, PMPI_Type_vector,
     (count: c_int, blocklength: c_int, stride: c_int, oldtype: i32, newtype: *mut i32),
     errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || derived::vector(count, blocklength, stride, oldtype))
+    vector_entry(Form::Int, count, blocklength, stride, oldtype, newtype)
+});
+mpi_entry!(MPI_Type_vector_c, PMPI_Type_vector_c,
+    (count: i64, blocklength: i64, stride: i64, oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    vector_entry(Form::Large, count, blocklength, stride, oldtype, newtype)
 });
 
 mpi_entry!(MPI_Type_create_hvector, PMPI_Type_create_hvector,
     (count: c_int, blocklength: c_int, stride: Aint, oldtype: i32, newtype: *mut i32),
     errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || derived::hvector(count, blocklength, stride, oldtype))
+    hvector_entry(Form::Int, count, blocklength, stride, oldtype, newtype)
 });
-
 mpi_entry!(MPI_Type_hvector, PMPI_Type_hvector,
     (count: c_int, blocklength: c_int, stride: Aint, oldtype: i32, newtype: *mut i32),
     errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || derived::hvector(count, blocklength, stride, oldtype))
+    hvector_entry(Form::Int, count, blocklength, stride, oldtype, newtype)
+});
+mpi_entry!(MPI_Type_create_hvector_c, PMPI_Type_create_hvector_c,
+    (count: i64, blocklength: i64, stride: i64, oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    hvector_entry(Form::Large, count, blocklength, stride, oldtype, newtype)
 });
 
 mpi_entry!(MPI_Type_indexed, PMPI_Type_indexed,
     (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const c_int,
      oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || {
-        let b = arr(array_of_blocklengths, count, "array_of_blocklengths")?;
-        let d = arr(array_of_displacements, count, "array_of_displacements")?;
-        derived::indexed(count, b, d, oldtype)
-    })
+    indexed_entry(Form::Int, count, array_of_blocklengths, array_of_displacements, oldtype, newtype)
 });
-
-fn hindexed_entry(
-    count: c_int,
-    bls: *const c_int,
-    disps: *const Aint,
-    oldtype: i32,
-    newtype: *mut i32,
-) -> MpiResult<()> {
-    new_type(newtype, || {
-        let b = arr(bls, count, "array_of_blocklengths")?;
-        let d = arr(disps, count, "array_of_displacements")?;
-        derived::hindexed(count, b, d, oldtype)
-    })
-}
+mpi_entry!(MPI_Type_indexed_c, PMPI_Type_indexed_c,
+    (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64,
+     oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    indexed_entry(Form::Large, count, array_of_blocklengths, array_of_displacements, oldtype, newtype)
+});
 
 mpi_entry!(MPI_Type_create_hindexed, PMPI_Type_create_hindexed,
     (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const Aint,
      oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    hindexed_entry(count, array_of_blocklengths, array_of_displacements, oldtype, newtype)
+    hindexed_entry(Form::Int, count, array_of_blocklengths, array_of_displacements, oldtype, newtype)
 });
-
 mpi_entry!(MPI_Type_hindexed, PMPI_Type_hindexed,
     (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const Aint,
      oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    hindexed_entry(count, array_of_blocklengths, array_of_displacements, oldtype, newtype)
+    hindexed_entry(Form::Int, count, array_of_blocklengths, array_of_displacements, oldtype, newtype)
+});
+mpi_entry!(MPI_Type_create_hindexed_c, PMPI_Type_create_hindexed_c,
+    (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64,
+     oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    hindexed_entry(Form::Large, count, array_of_blocklengths, array_of_displacements, oldtype, newtype)
 });
 
 mpi_entry!(MPI_Type_create_indexed_block, PMPI_Type_create_indexed_block,
     (count: c_int, blocklength: c_int, array_of_displacements: *const c_int, oldtype: i32,
      newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || {
-        let d = arr(array_of_displacements, count, "array_of_displacements")?;
-        derived::indexed_block(count, blocklength, d, oldtype)
-    })
+    indexed_block_entry(Form::Int, count, blocklength, array_of_displacements, oldtype, newtype)
+});
+mpi_entry!(MPI_Type_create_indexed_block_c, PMPI_Type_create_indexed_block_c,
+    (count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: i32,
+     newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    indexed_block_entry(Form::Large, count, blocklength, array_of_displacements, oldtype, newtype)
 });
 
 mpi_entry!(MPI_Type_create_hindexed_block, PMPI_Type_create_hindexed_block,
     (count: c_int, blocklength: c_int, array_of_displacements: *const Aint, oldtype: i32,
      newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || {
-        let d = arr(array_of_displacements, count, "array_of_displacements")?;
-        derived::hindexed_block(count, blocklength, d, oldtype)
-    })
+    hindexed_block_entry(Form::Int, count, blocklength, array_of_displacements, oldtype, newtype)
 });
-
-fn struct_entry(
-    count: c_int,
-    bls: *const c_int,
-    disps: *const Aint,
-    types: *const i32,
-    newtype: *mut i32,
-) -> MpiResult<()> {
-    new_type(newtype, || {
-        let b = arr(bls, count, "array_of_blocklengths")?;
-        let d = arr(disps, count, "array_of_displacements")?;
-        let t = arr(types, count, "array_of_types")?;
-        derived::structure(count, b, d, t)
-    })
-}
+mpi_entry!(MPI_Type_create_hindexed_block_c, PMPI_Type_create_hindexed_block_c,
+    (count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: i32,
+     newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    hindexed_block_entry(Form::Large, count, blocklength, array_of_displacements, oldtype, newtype)
+});
 
 mpi_entry!(MPI_Type_create_struct, PMPI_Type_create_struct,
     (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const Aint,
      array_of_types: *const i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    struct_entry(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype)
+    struct_entry(Form::Int, count, array_of_blocklengths, array_of_displacements, array_of_types, newtype)
 });
-
 mpi_entry!(MPI_Type_struct, PMPI_Type_struct,
     (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const Aint,
      array_of_types: *const i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    struct_entry(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype)
+    struct_entry(Form::Int, count, array_of_blocklengths, array_of_displacements, array_of_types, newtype)
+});
+mpi_entry!(MPI_Type_create_struct_c, PMPI_Type_create_struct_c,
+    (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64,
+     array_of_types: *const i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
+    struct_entry(Form::Large, count, array_of_blocklengths, array_of_displacements, array_of_types, newtype)
 });
 
 mpi_entry!(MPI_Type_create_resized, PMPI_Type_create_resized,
     (oldtype: i32, lb: Aint, extent: Aint, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || derived::resized(oldtype, lb, extent))
+    resized_entry(Form::Int, oldtype, lb, extent, newtype)
 });
-
-// ---------------------------------------------------------------------------------------
-// MPI-4 large-count constructors: MPI_Count counts and displacements, which the envelope
-// reports as large counts (MPI_Type_get_envelope_c).
-
-/// An MPI_Count input array of `n` entries (none read when n <= 0).
-fn arr_c<'a, T>(p: *const T, n: i64, arg: &str) -> MpiResult<&'a [T]> {
-    check::array(p, n.max(0) as usize, arg)
-}
-
-fn addrs(v: &[i64]) -> Vec<Aint> {
-    v.iter().map(|&x| x as Aint).collect()
-}
-
-mpi_entry!(MPI_Type_contiguous_c, PMPI_Type_contiguous_c,
-    (count: i64, oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || derived::contiguous_in(Form::Large, count, oldtype))
-});
-
-mpi_entry!(MPI_Type_vector_c, PMPI_Type_vector_c,
-    (count: i64, blocklength: i64, stride: i64, oldtype: i32, newtype: *mut i32),
-    errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || derived::vector_in(Form::Large, count, blocklength, stride, oldtype))
-});
-
-mpi_entry!(MPI_Type_create_hvector_c, PMPI_Type_create_hvector_c,
-    (count: i64, blocklength: i64, stride: i64, oldtype: i32, newtype: *mut i32),
-    errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || {
-        derived::hvector_in(Form::Large, count, blocklength, stride as Aint, oldtype)
-    })
-});
-
-mpi_entry!(MPI_Type_indexed_c, PMPI_Type_indexed_c,
-    (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64,
-     oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || {
-        let b = arr_c(array_of_blocklengths, count, "array_of_blocklengths")?;
-        let d = arr_c(array_of_displacements, count, "array_of_displacements")?;
-        derived::indexed_in(Form::Large, count, b, d, oldtype)
-    })
-});
-
-mpi_entry!(MPI_Type_create_hindexed_c, PMPI_Type_create_hindexed_c,
-    (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64,
-     oldtype: i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || {
-        let b = arr_c(array_of_blocklengths, count, "array_of_blocklengths")?;
-        let d = arr_c(array_of_displacements, count, "array_of_displacements")?;
-        derived::hindexed_in(Form::Large, count, b, &addrs(d), oldtype)
-    })
-});
-
-mpi_entry!(MPI_Type_create_indexed_block_c, PMPI_Type_create_indexed_block_c,
-    (count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: i32,
-     newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || {
-        let d = arr_c(array_of_displacements, count, "array_of_displacements")?;
-        derived::indexed_block_in(Form::Large, count, blocklength, d, oldtype)
-    })
-});
-
-mpi_entry!(MPI_Type_create_hindexed_block_c, PMPI_Type_create_hindexed_block_c,
-    (count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: i32,
-     newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || {
-        let d = arr_c(array_of_displacements, count, "array_of_displacements")?;
-        derived::hindexed_block_in(Form::Large, count, blocklength, &addrs(d), oldtype)
-    })
-});
-
-mpi_entry!(MPI_Type_create_struct_c, PMPI_Type_create_struct_c,
-    (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64,
-     array_of_types: *const i32, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || {
-        let b = arr_c(array_of_blocklengths, count, "array_of_blocklengths")?;
-        let d = arr_c(array_of_displacements, count, "array_of_displacements")?;
-        let t = arr_c(array_of_types, count, "array_of_types")?;
-        derived::structure_in(Form::Large, count, b, &addrs(d), t)
-    })
-});
-
 mpi_entry!(MPI_Type_create_resized_c, PMPI_Type_create_resized_c,
     (oldtype: i32, lb: i64, extent: i64, newtype: *mut i32), errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || derived::resized_in(Form::Large, oldtype, lb as Aint, extent as Aint))
-});
-
-mpi_entry!(MPI_Type_create_subarray_c, PMPI_Type_create_subarray_c,
-    (ndims: c_int, array_of_sizes: *const i64, array_of_subsizes: *const i64,
-     array_of_starts: *const i64, order: c_int, oldtype: i32, newtype: *mut i32),
-    errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || {
-        let s = arr(array_of_sizes, ndims, "array_of_sizes")?;
-        let ss = arr(array_of_subsizes, ndims, "array_of_subsizes")?;
-        let st = arr(array_of_starts, ndims, "array_of_starts")?;
-        derived::subarray_in(Form::Large, ndims, s, ss, st, order, oldtype)
-    })
-});
-
-mpi_entry!(MPI_Type_create_darray_c, PMPI_Type_create_darray_c,
-    (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const i64,
-     array_of_distribs: *const c_int, array_of_dargs: *const c_int,
-     array_of_psizes: *const c_int, order: c_int, oldtype: i32, newtype: *mut i32),
-    errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || {
-        let g = arr(array_of_gsizes, ndims, "array_of_gsizes")?;
-        let d = arr(array_of_distribs, ndims, "array_of_distribs")?;
-        let a = arr(array_of_dargs, ndims, "array_of_dargs")?;
-        let p = arr(array_of_psizes, ndims, "array_of_psizes")?;
-        derived::darray_in(Form::Large, size, rank, ndims, g, d, a, p, order, oldtype)
-    })
+    resized_entry(Form::Large, oldtype, lb, extent, newtype)
 });
 
 mpi_entry!(MPI_Type_create_subarray, PMPI_Type_create_subarray,
     (ndims: c_int, array_of_sizes: *const c_int, array_of_subsizes: *const c_int,
      array_of_starts: *const c_int, order: c_int, oldtype: i32, newtype: *mut i32),
     errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || {
-        let s = arr(array_of_sizes, ndims, "array_of_sizes")?;
-        let ss = arr(array_of_subsizes, ndims, "array_of_subsizes")?;
-        let st = arr(array_of_starts, ndims, "array_of_starts")?;
-        derived::subarray(ndims, s, ss, st, order, oldtype)
-    })
+    subarray_entry(Form::Int, ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype)
+});
+mpi_entry!(MPI_Type_create_subarray_c, PMPI_Type_create_subarray_c,
+    (ndims: c_int, array_of_sizes: *const i64, array_of_subsizes: *const i64,
+     array_of_starts: *const i64, order: c_int, oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    subarray_entry(Form::Large, ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype)
 });
 
 mpi_entry!(MPI_Type_create_darray, PMPI_Type_create_darray,
@@ -263,13 +345,16 @@ mpi_entry!(MPI_Type_create_darray, PMPI_Type_create_darray,
      array_of_distribs: *const c_int, array_of_dargs: *const c_int,
      array_of_psizes: *const c_int, order: c_int, oldtype: i32, newtype: *mut i32),
     errcomm = MPI_COMM_WORLD, {
-    new_type(newtype, || {
-        let g = arr(array_of_gsizes, ndims, "array_of_gsizes")?;
-        let d = arr(array_of_distribs, ndims, "array_of_distribs")?;
-        let a = arr(array_of_dargs, ndims, "array_of_dargs")?;
-        let p = arr(array_of_psizes, ndims, "array_of_psizes")?;
-        derived::darray(size, rank, ndims, g, d, a, p, order, oldtype)
-    })
+    darray_entry(Form::Int, size, rank, ndims, array_of_gsizes, array_of_distribs,
+                 array_of_dargs, array_of_psizes, order, oldtype, newtype)
+});
+mpi_entry!(MPI_Type_create_darray_c, PMPI_Type_create_darray_c,
+    (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const i64,
+     array_of_distribs: *const c_int, array_of_dargs: *const c_int,
+     array_of_psizes: *const c_int, order: c_int, oldtype: i32, newtype: *mut i32),
+    errcomm = MPI_COMM_WORLD, {
+    darray_entry(Form::Large, size, rank, ndims, array_of_gsizes, array_of_distribs,
+                 array_of_dargs, array_of_psizes, order, oldtype, newtype)
 });
 
 mpi_entry!(MPI_Type_dup, PMPI_Type_dup, (oldtype: i32, newtype: *mut i32),
