@@ -165,6 +165,26 @@ pub fn error_code(func: &str, e: &MpiError) -> (i32, String) {
     (crate::error::record(e.class, full.clone()), full)
 }
 
+thread_local! {
+    /// The communicator whose error handler the current call's error goes to instead of
+    /// the call's own (see [`raise_on`]).
+    static RAISE_ON: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes the current call's error go to communicator `comm`'s error handler: MPI_Wait,
+/// MPI_Test and the other completion calls take no communicator, and a request's error
+/// is raised on the communicator of the call that started it (MPI-3.1 section 8.3).
+pub fn raise_on(comm: Option<i32>) {
+    if let Some(c) = comm {
+        RAISE_ON.with(|r| r.set(Some(c)));
+    }
+}
+
+/// Takes what [`raise_on`] set during the current call.
+pub fn take_raise_on() -> Option<i32> {
+    RAISE_ON.with(|r| r.take())
+}
+
 /// Hands an error to the error handler of `comm` (or of MPI_COMM_WORLD) and returns the
 /// error code the entry point returns.
 pub fn handle_error(func: &str, comm: i32, e: MpiError) -> i32 {

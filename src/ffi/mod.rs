@@ -87,6 +87,8 @@ pub fn enter<F: FnOnce() -> MpiResult<()>>(name: &'static str, errcomm: i32, f: 
     if let Some(j) = job {
         j.arena.leave_call(j.rank);
     }
+    // (taken whatever the outcome, so that it never outlives its call)
+    let errcomm = crate::runtime::take_raise_on().unwrap_or(errcomm);
     let e = match r {
         Ok(Ok(())) => return crate::abi::MPI_SUCCESS,
         Ok(Err(e)) => e,

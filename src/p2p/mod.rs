@@ -1314,6 +1314,22 @@ pub fn test(id: ReqId) -> MpiResult<Option<Status>> {
     })
 }
 
+/// The handle of the communicator request `id` belongs to, while it exists: errors a
+/// Wait or Test reports for it go to that communicator's error handler. None for a
+/// generalized request, which belongs to no communicator (its errors go to the
+/// completion call's own handler, MPI_COMM_WORLD's).
+pub fn comm_handle(id: ReqId) -> Option<i32> {
+    with_engine(|e, _| {
+        e.reqs
+            .get(id)
+            .and_then(|r| r.as_ref())
+            .filter(|r| !matches!(r.kind, ReqKind::User))
+            .map(|r| r.from_world.handle)
+    })
+    .ok()
+    .flatten()
+}
+
 /// True if request `id` is complete (does not free it).
 pub fn is_complete(id: ReqId) -> bool {
     crate::coll::nb::poll_all();

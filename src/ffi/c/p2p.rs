@@ -433,14 +433,26 @@ fn wait_one(req: *mut i32, status: *mut CStatus) -> MpiResult<()> {
             Ok(())
         }
         Some(id) => {
-            let st = finished(id, p2p::wait(id)?);
-            let mut hh = h;
-            super::persist::release(&mut hh);
-            check::out(req, hh, "request")?;
-            put_status(status, &st);
-            request_error(id, &st)
+            let on = p2p::comm_handle(id);
+            let r = (|| {
+                let st = finished(id, p2p::wait(id)?);
+                let mut hh = h;
+                super::persist::release(&mut hh);
+                check::out(req, hh, "request")?;
+                put_status(status, &st);
+                request_error(id, &st)
+            })();
+            raise_on_if(r, on)
         }
     }
+}
+
+/// `r`, with its error (if any) raised on communicator `on` (crate::runtime::raise_on).
+fn raise_on_if<T>(r: MpiResult<T>, on: Option<i32>) -> MpiResult<T> {
+    if r.is_err() {
+        crate::runtime::raise_on(on);
+    }
+    r
 }
 
 mpi_entry!(MPI_Wait, PMPI_Wait, (request: *mut i32, status: *mut CStatus), errcomm = MPI_COMM_WORLD, { wait_one(request, status) });
@@ -453,18 +465,22 @@ mpi_entry!(MPI_Test, PMPI_Test, (request: *mut i32, flag: *mut c_int, status: *m
             put_status(status, &Status::empty());
             check::out(flag, 1, "flag")
         }
-        Some(id) => match p2p::test(id)? {
-            Some(st) => {
-                let st = finished(id, st);
-                let mut hh = h;
-                super::persist::release(&mut hh);
-                check::out(request, hh, "request")?;
-                put_status(status, &st);
-                check::out(flag, 1, "flag")?;
-                request_error(id, &st)
-            }
-            None => check::out(flag, 0, "flag"),
-        },
+        Some(id) => {
+            let on = p2p::comm_handle(id);
+            let r = (|| match p2p::test(id)? {
+                Some(st) => {
+                    let st = finished(id, st);
+                    let mut hh = h;
+                    super::persist::release(&mut hh);
+                    check::out(request, hh, "request")?;
+                    put_status(status, &st);
+                    check::out(flag, 1, "flag")?;
+                    request_error(id, &st)
+                }
+                None => check::out(flag, 0, "flag"),
+            })();
+            raise_on_if(r, on)
+        }
     }
 });
 
@@ -482,8 +498,12 @@ mpi_entry!(MPI_Waitall, PMPI_Waitall, (count: c_int, array_of_requests: *mut i32
         let st = match id {
             None => Status::empty(),
             Some(id) => {
-                let st = finished(*id, p2p::wait(*id)?);
+                let on = p2p::comm_handle(*id);
+                let st = finished(*id, raise_on_if(p2p::wait(*id), on)?);
                 super::persist::release(&mut reqs[i]);
+                if st.error != MPI_SUCCESS && !any_err {
+                    crate::runtime::raise_on(on);
+                }
                 st
             }
         };
@@ -511,8 +531,13 @@ mpi_entry!(MPI_Testall, PMPI_Testall, (count: c_int, array_of_requests: *mut i32
         let st = match id {
             None => Status::empty(),
             Some(id) => {
+                let on = p2p::comm_handle(*id);
                 super::persist::release(&mut reqs[i]);
-                finished(*id, p2p::test(*id)?.unwrap_or_else(Status::empty))
+                let st = finished(*id, p2p::test(*id)?.unwrap_or_else(Status::empty));
+                if st.error != MPI_SUCCESS && !any_err {
+                    crate::runtime::raise_on(on);
+                }
+                st
             }
         };
         any_err |= st.error != MPI_SUCCESS;
@@ -536,10 +561,11 @@ fn any_complete(reqs: &mut [i32], status: *mut CStatus) -> MpiResult<Option<Opti
     for (i, id) in ids.iter().enumerate() {
         if let Some(id) = id {
             if p2p::is_complete(*id) {
+                let on = p2p::comm_handle(*id);
                 let st = finished(*id, p2p::test(*id)?.unwrap_or_else(Status::empty));
                 super::persist::release(&mut reqs[i]);
                 put_status(status, &st);
-                status_error(&st)?;
+                raise_on_if(status_error(&st), on)?;
                 return Ok(Some(Some(i)));
             }
         }
@@ -599,11 +625,15 @@ fn some_complete(
     for (i, id) in ids.iter().enumerate() {
         if let Some(id) = id {
             if p2p::is_complete(*id) {
+                let on = p2p::comm_handle(*id);
                 let st = finished(*id, p2p::test(*id)?.unwrap_or_else(Status::empty));
                 super::persist::release(&mut reqs[i]);
                 // SAFETY: indices has room for count entries (standard).
                 unsafe { indices.add(k).write(i as c_int) };
                 put_status_at(statuses, k, &st, func);
+                if st.error != MPI_SUCCESS && !any_err {
+                    crate::runtime::raise_on(on);
+                }
                 any_err |= st.error != MPI_SUCCESS;
                 k += 1;
             }
