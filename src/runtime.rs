@@ -329,7 +329,9 @@ pub fn init(required: i32) -> MpiResult<i32> {
         main_thread: std::thread::current().id(),
         singleton,
     };
+    let oversubscribed = job.policy().oversubscribed;
     install_job(job)?;
+    crate::shm::wait::bind_oversubscribed(rank, oversubscribed);
     let generation = num("SHMPI_GENERATION", 0)? as u64;
     crate::p2p::init(slots, base + size, generation);
     crate::comm::init_predefined(rank, base, size, world_ctx, slots);
