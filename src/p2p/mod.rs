@@ -1297,6 +1297,15 @@ pub fn is_coll(id: ReqId) -> bool {
 
 /// Tests a request: Some(status) and frees it if complete.
 pub fn test(id: ReqId) -> MpiResult<Option<Status>> {
+    Ok(test_on(id)?.map(|(st, _)| st))
+}
+
+/// As [`test`], with the communicator the completed request's error goes to: the handle
+/// of the communicator that started it, when the request failed or is a nonblocking
+/// collective's (whose error comes separately, coll::nb::take_error); None otherwise and
+/// for a generalized request, which belongs to no communicator (its errors go to the
+/// completion call's own handler, MPI_COMM_WORLD's).
+pub fn test_on(id: ReqId) -> MpiResult<Option<(Status, Option<i32>)>> {
     crate::coll::nb::poll_all();
     with_engine(|e, job| {
         if !e.req(id).complete {
@@ -1304,30 +1313,20 @@ pub fn test(id: ReqId) -> MpiResult<Option<Status>> {
             e.idle_test(job);
         }
         if e.req(id).complete {
-            let st = e.req(id).status;
+            let r = e.req(id);
+            let st = r.status;
+            let on = match r.kind {
+                ReqKind::User => None,
+                ReqKind::Coll => Some(r.from_world.handle),
+                _ => (st.error != MPI_SUCCESS).then_some(r.from_world.handle),
+            };
             e.reqs[id] = None;
             e.free.push(id);
-            Some(st)
+            Some((st, on))
         } else {
             None
         }
     })
-}
-
-/// The handle of the communicator request `id` belongs to, while it exists: errors a
-/// Wait or Test reports for it go to that communicator's error handler. None for a
-/// generalized request, which belongs to no communicator (its errors go to the
-/// completion call's own handler, MPI_COMM_WORLD's).
-pub fn comm_handle(id: ReqId) -> Option<i32> {
-    with_engine(|e, _| {
-        e.reqs
-            .get(id)
-            .and_then(|r| r.as_ref())
-            .filter(|r| !matches!(r.kind, ReqKind::User))
-            .map(|r| r.from_world.handle)
-    })
-    .ok()
-    .flatten()
 }
 
 /// True if request `id` is complete (does not free it).
@@ -1369,11 +1368,16 @@ pub fn exists(id: ReqId) -> bool {
 
 /// Waits for request `id`, frees it and returns its status.
 pub fn wait(id: ReqId) -> MpiResult<Status> {
+    Ok(wait_on(id)?.0)
+}
+
+/// As [`wait`], with the communicator of [`test_on`].
+pub fn wait_on(id: ReqId) -> MpiResult<(Status, Option<i32>)> {
     let job = crate::runtime::job()?;
     let mut b = Backoff::new(&job.arena, job.rank, job.policy());
     loop {
-        if let Some(st) = test(id)? {
-            return Ok(st);
+        if let Some(done) = test_on(id)? {
+            return Ok(done);
         }
         b.pause(|| {
             fail_orphaned(Some(id));

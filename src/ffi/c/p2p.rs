@@ -433,16 +433,13 @@ fn wait_one(req: *mut i32, status: *mut CStatus) -> MpiResult<()> {
             Ok(())
         }
         Some(id) => {
-            let on = p2p::comm_handle(id);
-            let r = (|| {
-                let st = finished(id, p2p::wait(id)?);
-                let mut hh = h;
-                super::persist::release(&mut hh);
-                check::out(req, hh, "request")?;
-                put_status(status, &st);
-                request_error(id, &st)
-            })();
-            raise_on_if(r, on)
+            let (st, on) = p2p::wait_on(id)?;
+            let st = finished(id, st);
+            let mut hh = h;
+            super::persist::release(&mut hh);
+            check::out(req, hh, "request")?;
+            put_status(status, &st);
+            raise_on_if(request_error(id, &st), on)
         }
     }
 }
@@ -465,22 +462,18 @@ mpi_entry!(MPI_Test, PMPI_Test, (request: *mut i32, flag: *mut c_int, status: *m
             put_status(status, &Status::empty());
             check::out(flag, 1, "flag")
         }
-        Some(id) => {
-            let on = p2p::comm_handle(id);
-            let r = (|| match p2p::test(id)? {
-                Some(st) => {
-                    let st = finished(id, st);
-                    let mut hh = h;
-                    super::persist::release(&mut hh);
-                    check::out(request, hh, "request")?;
-                    put_status(status, &st);
-                    check::out(flag, 1, "flag")?;
-                    request_error(id, &st)
-                }
-                None => check::out(flag, 0, "flag"),
-            })();
-            raise_on_if(r, on)
-        }
+        Some(id) => match p2p::test_on(id)? {
+            Some((st, on)) => {
+                let st = finished(id, st);
+                let mut hh = h;
+                super::persist::release(&mut hh);
+                check::out(request, hh, "request")?;
+                put_status(status, &st);
+                check::out(flag, 1, "flag")?;
+                raise_on_if(request_error(id, &st), on)
+            }
+            None => check::out(flag, 0, "flag"),
+        },
     }
 });
 
@@ -498,8 +491,8 @@ mpi_entry!(MPI_Waitall, PMPI_Waitall, (count: c_int, array_of_requests: *mut i32
         let st = match id {
             None => Status::empty(),
             Some(id) => {
-                let on = p2p::comm_handle(*id);
-                let st = finished(*id, raise_on_if(p2p::wait(*id), on)?);
+                let (st, on) = p2p::wait_on(*id)?;
+                let st = finished(*id, st);
                 super::persist::release(&mut reqs[i]);
                 if st.error != MPI_SUCCESS && !any_err {
                     crate::runtime::raise_on(on);
@@ -531,9 +524,9 @@ mpi_entry!(MPI_Testall, PMPI_Testall, (count: c_int, array_of_requests: *mut i32
         let st = match id {
             None => Status::empty(),
             Some(id) => {
-                let on = p2p::comm_handle(*id);
                 super::persist::release(&mut reqs[i]);
-                let st = finished(*id, p2p::test(*id)?.unwrap_or_else(Status::empty));
+                let (st, on) = p2p::test_on(*id)?.unwrap_or((Status::empty(), None));
+                let st = finished(*id, st);
                 if st.error != MPI_SUCCESS && !any_err {
                     crate::runtime::raise_on(on);
                 }
@@ -561,8 +554,8 @@ fn any_complete(reqs: &mut [i32], status: *mut CStatus) -> MpiResult<Option<Opti
     for (i, id) in ids.iter().enumerate() {
         if let Some(id) = id {
             if p2p::is_complete(*id) {
-                let on = p2p::comm_handle(*id);
-                let st = finished(*id, p2p::test(*id)?.unwrap_or_else(Status::empty));
+                let (st, on) = p2p::test_on(*id)?.unwrap_or((Status::empty(), None));
+                let st = finished(*id, st);
                 super::persist::release(&mut reqs[i]);
                 put_status(status, &st);
                 raise_on_if(status_error(&st), on)?;
@@ -625,8 +618,8 @@ fn some_complete(
     for (i, id) in ids.iter().enumerate() {
         if let Some(id) = id {
             if p2p::is_complete(*id) {
-                let on = p2p::comm_handle(*id);
-                let st = finished(*id, p2p::test(*id)?.unwrap_or_else(Status::empty));
+                let (st, on) = p2p::test_on(*id)?.unwrap_or((Status::empty(), None));
+                let st = finished(*id, st);
                 super::persist::release(&mut reqs[i]);
                 // SAFETY: indices has room for count entries (standard).
                 unsafe { indices.add(k).write(i as c_int) };
