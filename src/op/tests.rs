@@ -1579,3 +1579,58 @@ fn float_minmax_across_the_avx2_handover() {
         }
     }
 }
+
+#[test]
+fn wide_integer_ops_across_the_stream_handover() {
+    // At the AVX-512 level, MAX/MIN/PROD on 64-bit integers of 8 MiB and more run the
+    // 256-bit kernels: on both sides of the threshold and on lengths past it that leave
+    // a remainder, every element is the one computed here, element by element.
+    use super::kernels::{kernel_at, simd_level, SimdLevel};
+    if simd_level() < SimdLevel::Avx512 {
+        return;
+    }
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let stream = 8 << 20;
+    for len in [stream - 128, stream, stream + 8 * 13, stream + 4096 + 24] {
+        let words = |next: &mut dyn FnMut() -> u64| -> Vec<u64> {
+            (0..len / 8)
+                .map(|i| match i % 7 {
+                    0 => i64::MIN as u64,
+                    1 => u64::MAX,
+                    2 => next() % 5,
+                    _ => next(),
+                })
+                .collect()
+        };
+        let (a, b) = (words(&mut next), words(&mut next));
+        let bytes = |v: &[u64]| -> Vec<u8> { v.iter().flat_map(|w| w.to_ne_bytes()).collect() };
+        let (ab, bb) = (bytes(&a), bytes(&b));
+        for elem in [Elem::I64, Elem::U64] {
+            for op in [BuiltinOp::Max, BuiltinOp::Min, BuiltinOp::Prod] {
+                let want: Vec<u64> = a
+                    .iter()
+                    .zip(&b)
+                    .map(|(&p, &q)| {
+                        let (sp, sq) = (p as i64, q as i64);
+                        match (op, elem) {
+                            (BuiltinOp::Prod, _) => p.wrapping_mul(q),
+                            (BuiltinOp::Max, Elem::I64) => sp.max(sq) as u64,
+                            (BuiltinOp::Min, Elem::I64) => sp.min(sq) as u64,
+                            (BuiltinOp::Max, _) => p.max(q),
+                            _ => p.min(q),
+                        }
+                    })
+                    .collect();
+                let mut got = bb.clone();
+                kernel_at(op, elem, SimdLevel::Avx512).unwrap()(&ab, &mut got);
+                assert!(got == bytes(&want), "{} {elem:?} len {len}", op.name());
+            }
+        }
+    }
+}
