@@ -378,13 +378,19 @@ fn k_avx512<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout
     unsafe { k_avx512_inner::<T, N, OP>(inv, inout) }
 }
 
-/// From this many bytes on (beyond the second-level caches, where the loop is bound by
-/// memory) the AVX-512 level runs the AVX2 loop: on an AMD Zen 4 the loop of 512-bit
-/// vectors streamed 64 MiB at 0.88-0.96x the speed of the 256-bit one (SUM, MAX,
-/// BAND on 8-, 32- and 64-bit elements; 16 MiB: 0.88-1.0x; interleaved kernel timings),
-/// while in the caches the two were within 5% of each other but at 512 bytes, where
-/// the wide loop won by 10%. Width cannot help a loop that waits for memory.
-const STREAM_256: usize = 8 << 20;
+/// From this many bytes on (two buffers no longer fit the second-level cache) the
+/// AVX-512 level runs 256-bit loops: the AVX2 loop, or for what only AVX-512 has
+/// (64-bit integer MAX/MIN/PROD) its instructions on 256-bit vectors. On an AMD Zen 4
+/// 512-bit vectors stream the third-level cache and memory more slowly than 256-bit
+/// ones, whatever the alignment: `a[i] += b[i]` in C took 48.4-48.9 GB/s against
+/// 50.7-50.9 at 2 MiB, 21.3-22.4 against 22.9-24.2 at 16 MiB and 10.8-11.8 against
+/// 12.5-13.4 at 64 MiB. MPI_Reduce_local with this threshold at 1 MiB instead of 8 MiB
+/// (64-byte aligned buffers, the fastest batch of three alternating runs): 1-4% faster
+/// at 1 and 2 MiB for every type and op, 8% for MPI_INT8_T PROD. Inside the
+/// second-level cache the two widths were within 5% of each other but at 512 bytes,
+/// where the wide loop won by 10%, and for 8-bit PROD, where AVX-512BW's loop is
+/// 10-20% faster than the AVX2 one.
+pub(crate) const STREAM_256: usize = 1 << 20;
 
 /// Whether the loop of `OP` on `T` needs AVX-512 instructions to vectorise: 64-bit
 /// integer multiply, maximum and minimum (VPMULLQ, VPMAXSQ, ...), which AVX2 lacks.
@@ -534,6 +540,11 @@ fn m_avx512_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(
 
 #[cfg(target_arch = "x86_64")]
 fn m_avx512<T: Elt<N> + Combine, const N: usize, const OP: u8>(srcs: &[&[u8]], out: &mut [u8]) {
+    if out.len() >= STREAM_256 && !needs_512::<T, OP>() {
+        // (256-bit vectors beyond the second-level cache, as in `k_avx512`)
+        // SAFETY: AVX-512 implies AVX2 (`simd_level()` checks AVX2 first).
+        return unsafe { m_avx2_inner::<T, N, OP>(srcs, out) };
+    }
     // SAFETY: handed out by `pick_multi` only at `SimdLevel::Avx512`, which
     // `simd_level()` reports only when the CPU has AVX-512 F/BW/VL/DQ.
     unsafe { m_avx512_inner::<T, N, OP>(srcs, out) }

@@ -1422,6 +1422,7 @@ fn multi_kernels_match_oracle() {
     // around the 32-element tile, unaligned buffers.
     let ht = half_table();
     let mut tested = 0;
+    let mut big_tested = std::collections::HashSet::new();
     for p in PREDEFINED.iter() {
         let p = predefined::lookup(p.handle).unwrap();
         for op in BuiltinOp::ALL {
@@ -1465,6 +1466,29 @@ fn multi_kernels_match_oracle() {
                     }
                 }
             }
+            // across the handover to 256-bit loops (kernels::STREAM_256), three sources,
+            // once per distinct fold
+            if !big_tested.insert(m as usize) {
+                continue;
+            }
+            let big = super::kernels::STREAM_256 / p.extent;
+            for count in [big - 1, big + 33] {
+                let mut r = Rng((count as u64) << 8 ^ p.handle as u64 | 1);
+                let srcs: Vec<Vec<u8>> = (0..3).map(|_| gen(p, count, &mut r, &ht)).collect();
+                let mut want = srcs[0].clone();
+                for s in &srcs[1..] {
+                    want = oracle(op, p, s, &want, count, &ht);
+                }
+                let views: Vec<&[u8]> = srcs.iter().map(|b| &b[..]).collect();
+                let mut out = vec![0xa5u8; count * p.extent];
+                m(&views, &mut out);
+                assert!(
+                    same(p, op, &out, &want),
+                    "{} on {}: 3 sources, count {count}",
+                    op.name(),
+                    p.name
+                );
+            }
         }
     }
     // SUM and PROD on the floats, every op on the integer types, logical and bitwise
@@ -1479,10 +1503,10 @@ fn multi_kernels_match_oracle() {
 
 #[test]
 fn wide_level_beyond_caches_matches_baseline() {
-    // At the AVX-512 level, buffers of 8 MiB and more run the AVX2 loop (but 64-bit
-    // integer MAX/MIN/PROD): whichever loop runs, the bytes are those of the baseline
-    // loop, on both sides of the threshold and on an odd length past it.
-    use super::kernels::{kernel_at, SimdLevel};
+    // At the AVX-512 level, buffers of STREAM_256 bytes and more run 256-bit loops:
+    // whichever loop runs, the bytes are those of the baseline loop, on both sides of
+    // the threshold and on an odd length past it.
+    use super::kernels::{kernel_at, SimdLevel, STREAM_256};
     let cases = [
         (BuiltinOp::Sum, Elem::F64),
         (BuiltinOp::Prod, Elem::F32),
@@ -1499,7 +1523,7 @@ fn wide_level_beyond_caches_matches_baseline() {
         x ^= x << 17;
         x
     };
-    for len in [(8 << 20) - 64, 8 << 20, (8 << 20) + 1000] {
+    for len in [STREAM_256 - 64, STREAM_256, STREAM_256 + 1000] {
         let a: Vec<u8> = (0..len).map(|_| next() as u8).collect();
         let b: Vec<u8> = (0..len).map(|_| next() as u8).collect();
         for &(op, elem) in &cases {
@@ -1582,10 +1606,10 @@ fn float_minmax_across_the_avx2_handover() {
 
 #[test]
 fn wide_integer_ops_across_the_stream_handover() {
-    // At the AVX-512 level, MAX/MIN/PROD on 64-bit integers of 8 MiB and more run the
-    // 256-bit kernels: on both sides of the threshold and on lengths past it that leave
+    // At the AVX-512 level, MAX/MIN/PROD on 64-bit integers of STREAM_256 bytes and
+    // more run the 256-bit kernels: on both sides of the threshold and on lengths past it that leave
     // a remainder, every element is the one computed here, element by element.
-    use super::kernels::{kernel_at, simd_level, SimdLevel};
+    use super::kernels::{kernel_at, simd_level, SimdLevel, STREAM_256};
     if simd_level() < SimdLevel::Avx512 {
         return;
     }
@@ -1596,7 +1620,7 @@ fn wide_integer_ops_across_the_stream_handover() {
         x ^= x << 17;
         x
     };
-    let stream = 8 << 20;
+    let stream = STREAM_256;
     for len in [stream - 128, stream, stream + 8 * 13, stream + 4096 + 24] {
         let words = |next: &mut dyn FnMut() -> u64| -> Vec<u64> {
             (0..len / 8)
