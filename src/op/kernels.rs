@@ -317,7 +317,14 @@ fn k_base<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn k_avx2_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
-    map2::<T, N, OP>(inv, inout)
+    let head = line_head(inout, N).min(inv.len());
+    if head == 0 {
+        return map2::<T, N, OP>(inv, inout);
+    }
+    let (inv0, inv1) = inv.split_at(head);
+    let (io0, io1) = inout.split_at_mut(head);
+    map2::<T, N, OP>(inv0, io0);
+    map2::<T, N, OP>(inv1, io1)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -361,10 +368,33 @@ pub fn simd_level() -> SimdLevel {
     })
 }
 
+/// How many bytes to reduce first so that the rest of `inout` starts on a 64-byte
+/// line: a whole number of `n`-byte elements under 64 bytes, or 0 when the buffer is
+/// short or no such number reaches a line. A 512-bit store that straddles two lines
+/// costs about twice one that does not: on an AMD Zen 4 a 32 KiB MPI_SUM on doubles
+/// 16 bytes past a line took 683 ns against 567 on the line.
+#[cfg(target_arch = "x86_64")]
+fn line_head(inout: &[u8], n: usize) -> usize {
+    let off = inout.as_ptr() as usize % 64;
+    let head = (64 - off) % 64;
+    if inout.len() < 1024 || !head.is_multiple_of(n) {
+        0
+    } else {
+        head
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
 fn k_avx512_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
-    map2::<T, N, OP>(inv, inout)
+    let head = line_head(inout, N).min(inv.len());
+    if head == 0 {
+        return map2::<T, N, OP>(inv, inout);
+    }
+    let (inv0, inv1) = inv.split_at(head);
+    let (io0, io1) = inout.split_at_mut(head);
+    map2::<T, N, OP>(inv0, io0);
+    map2::<T, N, OP>(inv1, io1)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -517,10 +547,50 @@ fn m_base<T: Elt<N> + Combine, const N: usize, const OP: u8>(srcs: &[&[u8]], out
     map_n::<T, N, OP>(srcs, out)
 }
 
+/// Every source cut at `head` bytes, for up to [`MAX_SPLIT`] sources: the heads and
+/// the rests, for a fold of `out`'s part before its first 64-byte line and then of the
+/// rest (see [`line_head`]). `None` if there are more sources or one is shorter.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn split_sources<'a>(
+    srcs: &[&'a [u8]],
+    head: usize,
+) -> Option<([&'a [u8]; MAX_SPLIT], [&'a [u8]; MAX_SPLIT])> {
+    if srcs.len() > MAX_SPLIT || srcs.iter().any(|s| s.len() < head) {
+        return None;
+    }
+    let mut heads: [&[u8]; MAX_SPLIT] = [&[]; MAX_SPLIT];
+    let mut rests: [&[u8]; MAX_SPLIT] = [&[]; MAX_SPLIT];
+    for (k, s) in srcs.iter().enumerate() {
+        (heads[k], rests[k]) = s.split_at(head);
+    }
+    Some((heads, rests))
+}
+
+/// Sources a multi-source fold aligns its output for (more fold unaligned).
+#[cfg(target_arch = "x86_64")]
+const MAX_SPLIT: usize = 16;
+
+/// `map_n`, with `out`'s part before its first 64-byte line folded first.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn map_n_lined<T: Elt<N> + Combine, const N: usize, const OP: u8>(srcs: &[&[u8]], out: &mut [u8]) {
+    let head = line_head(out, N);
+    if head > 0 {
+        if let Some((heads, rests)) = split_sources(srcs, head) {
+            let (o0, o1) = out.split_at_mut(head);
+            map_n::<T, N, OP>(&heads[..srcs.len()], o0);
+            return map_n::<T, N, OP>(&rests[..srcs.len()], o1);
+        }
+    }
+    map_n::<T, N, OP>(srcs, out)
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn m_avx2_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(srcs: &[&[u8]], out: &mut [u8]) {
-    map_n::<T, N, OP>(srcs, out)
+    map_n_lined::<T, N, OP>(srcs, out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -535,7 +605,7 @@ fn m_avx512_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(
     srcs: &[&[u8]],
     out: &mut [u8],
 ) {
-    map_n::<T, N, OP>(srcs, out)
+    map_n_lined::<T, N, OP>(srcs, out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -767,7 +837,9 @@ mod avx2 {
                         fast
                     }
                 };
-                let mut i = 0;
+                // (the elements before inout's first 64-byte line one by one: `line_head`)
+                let mut i = super::line_head(inout, $n).min(len);
+                map2::<$t, $n, { $op }>(&inv[..i], &mut inout[..i]);
                 while i + 128 <= len {
                     let fast = block(inout, i, true);
                     i += 128;
@@ -1215,7 +1287,9 @@ mod avx512 {
                     }
                 }
                 let len = inv.len().min(inout.len());
-                let mut i = 0;
+                // (the elements before inout's first 64-byte line one by one: `line_head`)
+                let mut i = super::line_head(inout, $n).min(len);
+                map2::<$t, $n, { $op }>(&inv[..i], &mut inout[..i]);
                 while i + 128 <= len {
                     // SAFETY: bytes i..i+128 lie inside both slices; the loads and the
                     // stores are unaligned; AVX-512 is present (see `kernel_at`).
@@ -1331,7 +1405,9 @@ mod avx512 {
             #[target_feature(enable = "avx2,avx512f,avx512vl,avx512dq")]
             fn $name(inv: &[u8], inout: &mut [u8]) {
                 let len = inv.len().min(inout.len());
-                let mut i = 0;
+                // (the elements before inout's first 64-byte line one by one: `line_head`)
+                let mut i = super::line_head(inout, 8).min(len);
+                map2::<$t, 8, { $op }>(&inv[..i], &mut inout[..i]);
                 while i + 128 <= len {
                     // SAFETY: bytes i..i+128 lie inside both slices (distinct: one is
                     // borrowed mutably); unaligned loads and stores; the CPU has

@@ -1658,3 +1658,151 @@ fn wide_integer_ops_across_the_stream_handover() {
         }
     }
 }
+
+#[test]
+fn kernels_align_their_output_to_a_line() {
+    // The vector levels first reduce the elements before inout's first 64-byte line
+    // (kernels::line_head): at every offset from a line, with inputs at other offsets,
+    // on lengths around the 1 KiB from which they do and one past 1 MiB, every element
+    // is the one computed here, and the bytes around the output are untouched. Binary
+    // kernels at each level the CPU has, and the multi-source folds (two and three
+    // sources).
+    use super::kernels::{kernel_at, multi_kernel, simd_level, SimdLevel};
+    let mut levels = vec![SimdLevel::Baseline];
+    if simd_level() >= SimdLevel::Avx2 {
+        levels.push(SimdLevel::Avx2);
+    }
+    if simd_level() >= SimdLevel::Avx512 {
+        levels.push(SimdLevel::Avx512);
+    }
+    // a buffer of `len` bytes starting `off` bytes past a 64-byte line, in `store`
+    fn at(store: &mut Vec<u8>, off: usize, len: usize) -> std::ops::Range<usize> {
+        store.clear();
+        store.resize(len + 192, 0x5a);
+        let base = store.as_ptr() as usize;
+        let start = (64 - base % 64) % 64 + 64 + off;
+        start..start + len
+    }
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    type Oracle = fn(&[u8], &[u8]) -> Vec<u8>;
+    let cases: [(BuiltinOp, Elem, usize, Oracle); 7] = [
+        (BuiltinOp::Prod, Elem::I64, 8, |a, b| {
+            let v = i64::from_ne_bytes(a.try_into().unwrap())
+                .wrapping_mul(i64::from_ne_bytes(b.try_into().unwrap()));
+            v.to_ne_bytes().to_vec()
+        }),
+        (BuiltinOp::Max, Elem::F64, 8, |a, b| {
+            // numbers without zeros or NaNs: the plain maximum
+            let v = f64::from_ne_bytes(a.try_into().unwrap())
+                .max(f64::from_ne_bytes(b.try_into().unwrap()));
+            v.to_ne_bytes().to_vec()
+        }),
+        (BuiltinOp::Min, Elem::F32, 4, |a, b| {
+            let v = f32::from_ne_bytes(a.try_into().unwrap())
+                .min(f32::from_ne_bytes(b.try_into().unwrap()));
+            v.to_ne_bytes().to_vec()
+        }),
+        (BuiltinOp::Sum, Elem::I64, 8, |a, b| {
+            let v = i64::from_ne_bytes(a.try_into().unwrap())
+                .wrapping_add(i64::from_ne_bytes(b.try_into().unwrap()));
+            v.to_ne_bytes().to_vec()
+        }),
+        (BuiltinOp::Band, Elem::U8, 1, |a, b| vec![a[0] & b[0]]),
+        (BuiltinOp::Max, Elem::I32, 4, |a, b| {
+            let v = i32::from_ne_bytes(a.try_into().unwrap())
+                .max(i32::from_ne_bytes(b.try_into().unwrap()));
+            v.to_ne_bytes().to_vec()
+        }),
+        (BuiltinOp::Sum, Elem::F64, 8, |a, b| {
+            // small integers: exact in any order
+            let v = f64::from_ne_bytes(a.try_into().unwrap())
+                + f64::from_ne_bytes(b.try_into().unwrap());
+            v.to_ne_bytes().to_vec()
+        }),
+    ];
+    let (mut s0, mut s1, mut s2, mut so) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for &(op, elem, w, f) in &cases {
+        // (the last past kernels::STREAM_256, where other loops take over)
+        for len in [
+            1000 / w * w,
+            1024,
+            1024 + 3 * w,
+            4096 + 5 * w,
+            (1 << 20) + 5 * w,
+        ] {
+            let vals: Vec<Vec<u8>> = (0..3)
+                .map(|_| {
+                    (0..len / w)
+                        .flat_map(|_| {
+                            let v = next();
+                            match elem {
+                                Elem::F64 => ((v % 1000) as f64 + 1.0).to_ne_bytes().to_vec(),
+                                Elem::F32 => ((v % 1000) as f32 - 500.5).to_ne_bytes().to_vec(),
+                                _ => v.to_ne_bytes()[..w].to_vec(),
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            let fold = |srcs: &[&Vec<u8>]| -> Vec<u8> {
+                // acc = s0; acc = s_k op acc
+                let mut acc = srcs[0].clone();
+                for s in &srcs[1..] {
+                    acc = s
+                        .chunks(w)
+                        .zip(acc.chunks(w))
+                        .flat_map(|(a, b)| f(a, b))
+                        .collect();
+                }
+                acc
+            };
+            for off in (0..64).step_by(if w == 1 { 5 } else { w }) {
+                let ra = at(&mut s0, (off + 24) % 64, len);
+                s0[ra.clone()].copy_from_slice(&vals[0]);
+                let ro = at(&mut so, off, len);
+                let want = fold(&[&vals[1], &vals[0]]);
+                for &l in &levels {
+                    so[ro.clone()].copy_from_slice(&vals[1]);
+                    let out = &mut so;
+                    kernel_at(op, elem, l).unwrap()(&s0[ra.clone()], &mut out[ro.clone()]);
+                    assert!(
+                        out[ro.clone()] == want[..],
+                        "{} {elem:?} {l:?} len {len} off {off}",
+                        op.name()
+                    );
+                    assert!(out[..ro.start].iter().all(|&b| b == 0x5a));
+                    assert!(out[ro.end..].iter().all(|&b| b == 0x5a));
+                }
+                // the multi-source folds (at the detected level)
+                let Some(m) = multi_kernel(op, elem) else {
+                    continue;
+                };
+                let r1 = at(&mut s1, (off + 40) % 64, len);
+                s1[r1.clone()].copy_from_slice(&vals[1]);
+                let r2 = at(&mut s2, (off + 8) % 64, len);
+                s2[r2.clone()].copy_from_slice(&vals[2]);
+                for k in [2, 3] {
+                    let srcs: Vec<&[u8]> =
+                        [&s0[ra.clone()], &s1[r1.clone()], &s2[r2.clone()]][..k].to_vec();
+                    let want = fold(&[&vals[0], &vals[1], &vals[2]][..k]);
+                    so[ro.clone()].fill(0x33);
+                    let out = &mut so;
+                    m(&srcs, &mut out[ro.clone()]);
+                    assert!(
+                        out[ro.clone()] == want[..],
+                        "multi {} {elem:?} {k} sources len {len} off {off}",
+                        op.name()
+                    );
+                    assert!(out[..ro.start].iter().all(|&b| b == 0x5a));
+                    assert!(out[ro.end..].iter().all(|&b| b == 0x5a));
+                }
+            }
+        }
+    }
+}
