@@ -14,7 +14,9 @@
  *   RLOCAL <impl> <type> <op> <bytes> <GB/s> <ns_per_call> <iters> <best_ns_per_call>
  * (GB/s and ns_per_call from the median batch, best_ns_per_call from the fastest)
  * Options: -l LABEL, -m MAXBYTES, -t SECONDS per cell (default 0.05),
- *          -b BATCHES (default 5), -s comma-separated sizes.
+ *          -b BATCHES (default 5), -s comma-separated sizes,
+ *          -o OFFSET: both buffers start OFFSET bytes (0-63) past a 64-byte line
+ *          (default 0; malloc's large blocks start 16 bytes past one).
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -288,6 +290,7 @@ int main(int argc, char **argv)
     int nsizes = 0;
     double target = 0.05;
     int nbatch = 5;
+    int offset = 0;
 
     MPI_Init(&argc, &argv);
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -300,6 +303,8 @@ int main(int argc, char **argv)
             target = atof(v);
         else if (strcmp(a, "-b") == 0)
             nbatch = atoi(v);
+        else if (strcmp(a, "-o") == 0)
+            offset = atoi(v) & 63;
         else if (strcmp(a, "-s") == 0) {
             char *copy = strdup(v), *save = NULL;
             for (char *tok = strtok_r(copy, ",", &save); tok && nsizes < MAX_SIZES;
@@ -307,7 +312,8 @@ int main(int argc, char **argv)
                 sizes[nsizes++] = atol(tok);
             free(copy);
         } else
-            die("usage: reduce_local [-l label] [-m maxbytes] [-t seconds] [-b batches] [-s sizes]");
+            die("usage: reduce_local [-l label] [-m maxbytes] [-t seconds] [-b batches] "
+                "[-s sizes] [-o offset]");
     }
     if (nbatch < 3)
         nbatch = 3;
@@ -327,6 +333,8 @@ int main(int argc, char **argv)
         die("out of memory");
     memset(in, 0, alloc);
     memset(io, 0, alloc);
+    in = (char *)in + offset;
+    io = (char *)io + offset;
 
     for (int k = 0; k < K_COUNT; k++)
         for (int o = 0; o < O_COUNT; o++) {
@@ -341,8 +349,8 @@ int main(int argc, char **argv)
         }
     for (int s = 0; s < nsizes; s++)
         cell(label, W_MEMCPY, K_INT8, O_SUM, in, io, sizes[s], target, nbatch);
-    free(in);
-    free(io);
+    free((char *)in - offset);
+    free((char *)io - offset);
     MPI_Finalize();
     return 0;
 }

@@ -30,6 +30,10 @@
 //! MPI_2DOUBLE_PRECISION (AVX2 only, also used where the CPU has AVX-512; the AVX2
 //! kernels' comments give their speed on a Zen 3), and beyond the caches, at the
 //! AVX-512 level, 64-bit integer MAX/MIN/PROD on 256-bit vectors (`avx512::wide64`).
+//! The vector loops first reduce the elements before `inout`'s first 64-byte line, when
+//! a whole number of elements reaches it, so that the rest stores whole lines
+//! ([`line_head`]); and from [`STREAM_256`] bytes on the AVX-512 level runs 256-bit loops.
+//!
 //! Measured with `op::tests::simd_timing` on a 2-core Xeon VM with AVX-512 (release build,
 //! load average 5-7 from other jobs; GB/s of the three streams, aligned / offset by
 //! one byte; noisy to 30% or more, single runs show 2x outliers):
@@ -314,9 +318,10 @@ fn k_base<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: 
     map2::<T, N, OP>(inv, inout)
 }
 
+/// `map2`, with `inout`'s part before its first 64-byte line reduced first.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn k_avx2_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
+#[inline(always)]
+fn map2_lined<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
     let head = line_head(inout, N).min(inv.len());
     if head == 0 {
         return map2::<T, N, OP>(inv, inout);
@@ -325,6 +330,12 @@ fn k_avx2_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], i
     let (io0, io1) = inout.split_at_mut(head);
     map2::<T, N, OP>(inv0, io0);
     map2::<T, N, OP>(inv1, io1)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn k_avx2_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
+    map2_lined::<T, N, OP>(inv, inout)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -387,14 +398,7 @@ fn line_head(inout: &[u8], n: usize) -> usize {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
 fn k_avx512_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
-    let head = line_head(inout, N).min(inv.len());
-    if head == 0 {
-        return map2::<T, N, OP>(inv, inout);
-    }
-    let (inv0, inv1) = inv.split_at(head);
-    let (io0, io1) = inout.split_at_mut(head);
-    map2::<T, N, OP>(inv0, io0);
-    map2::<T, N, OP>(inv1, io1)
+    map2_lined::<T, N, OP>(inv, inout)
 }
 
 #[cfg(target_arch = "x86_64")]
