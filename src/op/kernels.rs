@@ -318,31 +318,19 @@ fn k_base<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: 
     map2::<T, N, OP>(inv, inout)
 }
 
-/// `map2`, with `inout`'s part before its first 64-byte line reduced first.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn map2_lined<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
-    let head = line_head(inout, N).min(inv.len());
-    if head == 0 {
-        return map2::<T, N, OP>(inv, inout);
-    }
-    let (inv0, inv1) = inv.split_at(head);
-    let (io0, io1) = inout.split_at_mut(head);
-    map2::<T, N, OP>(inv0, io0);
-    map2::<T, N, OP>(inv1, io1)
-}
-
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn k_avx2_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
-    map2_lined::<T, N, OP>(inv, inout)
+    map2::<T, N, OP>(inv, inout)
 }
 
 #[cfg(target_arch = "x86_64")]
 fn k_avx2<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
     // SAFETY: this kernel is handed out by `pick` only when `simd_level()` found AVX2
     // on this CPU, so the AVX2 instructions in the callee are supported.
-    unsafe { k_avx2_inner::<T, N, OP>(inv, inout) }
+    lined(inv, inout, N, |a, b| unsafe {
+        k_avx2_inner::<T, N, OP>(a, b)
+    })
 }
 
 /// Which vector instruction set the kernels use, detected once. Ordered: a level
@@ -379,37 +367,76 @@ pub fn simd_level() -> SimdLevel {
     })
 }
 
+/// Buffers from this many bytes on are reduced from a line on (see [`line_head`]).
+#[cfg(target_arch = "x86_64")]
+const LINE_MIN: usize = 1024;
+
 /// How many bytes to reduce first so that the rest of `inout` starts on a 64-byte
 /// line: a whole number of `n`-byte elements under 64 bytes, or 0 when the buffer is
 /// short or no such number reaches a line. A 512-bit store that straddles two lines
 /// costs about twice one that does not: on an AMD Zen 4 a 32 KiB MPI_SUM on doubles
 /// 16 bytes past a line took 683 ns against 567 on the line.
 #[cfg(target_arch = "x86_64")]
+#[inline(always)]
 fn line_head(inout: &[u8], n: usize) -> usize {
     let off = inout.as_ptr() as usize % 64;
     let head = (64 - off) % 64;
-    if inout.len() < 1024 || !head.is_multiple_of(n) {
+    if inout.len() < LINE_MIN || !head.is_multiple_of(n) {
         0
     } else {
         head
     }
 }
 
+/// `kernel` on the whole buffers, or, when `inout` has a head before its first line
+/// ([`line_head`]), on the head and then on the rest: two calls of the one compiled loop.
+/// (Splitting inside the loop's function, or a second instance of it that splits, cost
+/// short and aligned buffers 0.3-3 ns a call from 8 bytes to 4 KiB, and the second
+/// instances doubled the size of the kernels' code.)
+/// The split is a function of its own, so that the common path stays a jump to the
+/// loop (with the two calls inlined, every call paid for saving registers: 1 ns at 8
+/// bytes).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn lined(inv: &[u8], inout: &mut [u8], n: usize, kernel: impl Fn(&[u8], &mut [u8])) {
+    if inout.len() < LINE_MIN {
+        return kernel(inv, inout);
+    }
+    let head = line_head(inout, n).min(inv.len());
+    if head == 0 {
+        return kernel(inv, inout);
+    }
+    split_at_line(inv, inout, head, kernel)
+}
+
+/// `kernel` on the first `head` bytes, then on the rest.
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+#[cold]
+fn split_at_line(inv: &[u8], inout: &mut [u8], head: usize, kernel: impl Fn(&[u8], &mut [u8])) {
+    let (inv0, inv1) = inv.split_at(head);
+    let (io0, io1) = inout.split_at_mut(head);
+    kernel(inv0, io0);
+    kernel(inv1, io1)
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
 fn k_avx512_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
-    map2_lined::<T, N, OP>(inv, inout)
+    map2::<T, N, OP>(inv, inout)
 }
 
 #[cfg(target_arch = "x86_64")]
 fn k_avx512<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
     if inout.len() >= STREAM_256 && !needs_512::<T, OP>() {
-        // SAFETY: AVX-512 implies AVX2 (`simd_level()` checks AVX2 first).
-        return unsafe { k_avx2_inner::<T, N, OP>(inv, inout) };
+        // (the AVX2 kernel: AVX-512 implies AVX2, `simd_level()` checks AVX2 first)
+        return k_avx2::<T, N, OP>(inv, inout);
     }
     // SAFETY: this kernel is handed out by `pick` only at `SimdLevel::Avx512`, which
     // `simd_level()` reports only when the CPU has AVX-512 F/BW/VL/DQ.
-    unsafe { k_avx512_inner::<T, N, OP>(inv, inout) }
+    lined(inv, inout, N, |a, b| unsafe {
+        k_avx512_inner::<T, N, OP>(a, b)
+    })
 }
 
 /// From this many bytes on (two buffers no longer fit the second-level cache) the
@@ -576,31 +603,51 @@ fn split_sources<'a>(
 #[cfg(target_arch = "x86_64")]
 const MAX_SPLIT: usize = 16;
 
-/// `map_n`, with `out`'s part before its first 64-byte line folded first.
+/// As [`lined`], for a multi-source fold (the sources cut where `out` is).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn map_n_lined<T: Elt<N> + Combine, const N: usize, const OP: u8>(srcs: &[&[u8]], out: &mut [u8]) {
-    let head = line_head(out, N);
-    if head > 0 {
-        if let Some((heads, rests)) = split_sources(srcs, head) {
-            let (o0, o1) = out.split_at_mut(head);
-            map_n::<T, N, OP>(&heads[..srcs.len()], o0);
-            return map_n::<T, N, OP>(&rests[..srcs.len()], o1);
-        }
+fn lined_n(srcs: &[&[u8]], out: &mut [u8], n: usize, fold: impl Fn(&[&[u8]], &mut [u8])) {
+    if out.len() < LINE_MIN {
+        return fold(srcs, out);
     }
-    map_n::<T, N, OP>(srcs, out)
+    let head = line_head(out, n);
+    if head == 0 {
+        return fold(srcs, out);
+    }
+    split_n_at_line(srcs, out, head, fold)
+}
+
+/// `fold` on the first `head` bytes of every buffer, then on the rest (or on the whole,
+/// for more than [`MAX_SPLIT`] sources).
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+#[cold]
+fn split_n_at_line(
+    srcs: &[&[u8]],
+    out: &mut [u8],
+    head: usize,
+    fold: impl Fn(&[&[u8]], &mut [u8]),
+) {
+    let Some((heads, rests)) = split_sources(srcs, head) else {
+        return fold(srcs, out);
+    };
+    let (o0, o1) = out.split_at_mut(head);
+    fold(&heads[..srcs.len()], o0);
+    fold(&rests[..srcs.len()], o1)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn m_avx2_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(srcs: &[&[u8]], out: &mut [u8]) {
-    map_n_lined::<T, N, OP>(srcs, out)
+    map_n::<T, N, OP>(srcs, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 fn m_avx2<T: Elt<N> + Combine, const N: usize, const OP: u8>(srcs: &[&[u8]], out: &mut [u8]) {
     // SAFETY: handed out by `pick_multi` only when `simd_level()` found AVX2 on this CPU.
-    unsafe { m_avx2_inner::<T, N, OP>(srcs, out) }
+    lined_n(srcs, out, N, |s, o| unsafe {
+        m_avx2_inner::<T, N, OP>(s, o)
+    })
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -609,19 +656,21 @@ fn m_avx512_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(
     srcs: &[&[u8]],
     out: &mut [u8],
 ) {
-    map_n_lined::<T, N, OP>(srcs, out)
+    map_n::<T, N, OP>(srcs, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 fn m_avx512<T: Elt<N> + Combine, const N: usize, const OP: u8>(srcs: &[&[u8]], out: &mut [u8]) {
     if out.len() >= STREAM_256 && !needs_512::<T, OP>() {
-        // (256-bit vectors beyond the second-level cache, as in `k_avx512`)
-        // SAFETY: AVX-512 implies AVX2 (`simd_level()` checks AVX2 first).
-        return unsafe { m_avx2_inner::<T, N, OP>(srcs, out) };
+        // (256-bit vectors beyond the second-level cache, as in `k_avx512`; AVX-512
+        // implies AVX2, `simd_level()` checks AVX2 first)
+        return m_avx2::<T, N, OP>(srcs, out);
     }
     // SAFETY: handed out by `pick_multi` only at `SimdLevel::Avx512`, which
     // `simd_level()` reports only when the CPU has AVX-512 F/BW/VL/DQ.
-    unsafe { m_avx512_inner::<T, N, OP>(srcs, out) }
+    lined_n(srcs, out, N, |s, o| unsafe {
+        m_avx512_inner::<T, N, OP>(s, o)
+    })
 }
 
 fn pick_multi<T: Elt<N> + Combine, const N: usize, const OP: u8>(level: SimdLevel) -> MultiKernel {
@@ -841,9 +890,7 @@ mod avx2 {
                         fast
                     }
                 };
-                // (the elements before inout's first 64-byte line one by one: `line_head`)
-                let mut i = super::line_head(inout, $n).min(len);
-                map2::<$t, $n, { $op }>(&inv[..i], &mut inout[..i]);
+                let mut i = 0;
                 while i + 128 <= len {
                     let fast = block(inout, i, true);
                     i += 128;
@@ -1225,11 +1272,12 @@ mod avx2 {
         use super::{BuiltinOp as O, Elem as E};
         // SAFETY (each wrapper): handed out only at `SimdLevel::Avx2`, which
         // `simd_level` reports only when the CPU has AVX2.
+        // (float MAX/MIN from a line on: see `super::lined`)
         Some(match (op, elem) {
-            (O::Max, E::F64) => |a, b| unsafe { max_f64(a, b) },
-            (O::Min, E::F64) => |a, b| unsafe { min_f64(a, b) },
-            (O::Max, E::F32) => |a, b| unsafe { max_f32(a, b) },
-            (O::Min, E::F32) => |a, b| unsafe { min_f32(a, b) },
+            (O::Max, E::F64) => |a, b| super::lined(a, b, 8, |x, y| unsafe { max_f64(x, y) }),
+            (O::Min, E::F64) => |a, b| super::lined(a, b, 8, |x, y| unsafe { min_f64(x, y) }),
+            (O::Max, E::F32) => |a, b| super::lined(a, b, 4, |x, y| unsafe { max_f32(x, y) }),
+            (O::Min, E::F32) => |a, b| super::lined(a, b, 4, |x, y| unsafe { min_f32(x, y) }),
             (O::Max, E::I64) => |a, b| unsafe { minmax_i64::<true, false>(a, b) },
             (O::Min, E::I64) => |a, b| unsafe { minmax_i64::<false, false>(a, b) },
             (O::Max, E::U64) => |a, b| unsafe { minmax_i64::<true, true>(a, b) },
@@ -1291,9 +1339,7 @@ mod avx512 {
                     }
                 }
                 let len = inv.len().min(inout.len());
-                // (the elements before inout's first 64-byte line one by one: `line_head`)
-                let mut i = super::line_head(inout, $n).min(len);
-                map2::<$t, $n, { $op }>(&inv[..i], &mut inout[..i]);
+                let mut i = 0;
                 while i + 128 <= len {
                     // SAFETY: bytes i..i+128 lie inside both slices; the loads and the
                     // stores are unaligned; AVX-512 is present (see `kernel_at`).
@@ -1409,9 +1455,7 @@ mod avx512 {
             #[target_feature(enable = "avx2,avx512f,avx512vl,avx512dq")]
             fn $name(inv: &[u8], inout: &mut [u8]) {
                 let len = inv.len().min(inout.len());
-                // (the elements before inout's first 64-byte line one by one: `line_head`)
-                let mut i = super::line_head(inout, 8).min(len);
-                map2::<$t, 8, { $op }>(&inv[..i], &mut inout[..i]);
+                let mut i = 0;
                 while i + 128 <= len {
                     // SAFETY: bytes i..i+128 lie inside both slices (distinct: one is
                     // borrowed mutably); unaligned loads and stores; the CPU has
@@ -1453,13 +1497,14 @@ mod avx512 {
         // This level's kernel `$k`, or from FMINMAX_256 bytes on AVX2's `$k` (see there).
         // SAFETY (each wrapper): handed out only at `SimdLevel::Avx512` (the CPU has
         // AVX-512, and so AVX2: `simd_level` checks AVX2 first).
+        // Both from a line on (`super::lined`, for `$n`-byte elements).
         macro_rules! by_size {
-            ($k:ident) => {
-                |a, b| unsafe {
+            ($k:ident, $n:expr) => {
+                |a, b| {
                     if b.len() >= FMINMAX_256 {
-                        avx2::$k(a, b)
+                        super::lined(a, b, $n, |x, y| unsafe { avx2::$k(x, y) })
                     } else {
-                        $k(a, b)
+                        super::lined(a, b, $n, |x, y| unsafe { $k(x, y) })
                     }
                 }
             };
@@ -1469,11 +1514,11 @@ mod avx512 {
         // SAFETY (each wrapper): as for `by_size`; both callees need AVX-512 F/VL/DQ.
         macro_rules! wide_by_size {
             ($k:ident, $t:ty, $op:expr) => {
-                |a, b| unsafe {
+                |a, b| {
                     if b.len() >= super::STREAM_256 {
-                        $k(a, b)
+                        super::lined(a, b, 8, |x, y| unsafe { $k(x, y) })
                     } else {
-                        super::k_avx512_inner::<$t, 8, { $op }>(a, b)
+                        super::k_avx512::<$t, 8, { $op }>(a, b)
                     }
                 }
             };
@@ -1485,10 +1530,10 @@ mod avx512 {
             (O::Max, E::U64) => wide_by_size!(max_u64_y, u64, code::MAX),
             (O::Min, E::U64) => wide_by_size!(min_u64_y, u64, code::MIN),
             (O::Prod, E::U64) => wide_by_size!(prod_u64_y, u64, code::PROD),
-            (O::Max, E::F64) => by_size!(max_f64),
-            (O::Min, E::F64) => by_size!(min_f64),
-            (O::Max, E::F32) => by_size!(max_f32),
-            (O::Min, E::F32) => by_size!(min_f32),
+            (O::Max, E::F64) => by_size!(max_f64, 8),
+            (O::Min, E::F64) => by_size!(min_f64, 8),
+            (O::Max, E::F32) => by_size!(max_f32, 4),
+            (O::Min, E::F32) => by_size!(min_f32, 4),
             // (MINLOC/MAXLOC on MPI_DOUBLE_INT take the AVX2 kernel: an AVX-512 one with
             // four pairs per vector and a masked store that skips the padding ran at
             // 0.57-0.67x its speed at every size from 4 KiB to 4 MiB, and 0.85-0.9x
