@@ -389,13 +389,12 @@ fn line_head(inout: &[u8], n: usize) -> usize {
 }
 
 /// `kernel` on the whole buffers, or, when `inout` has a head before its first line
-/// ([`line_head`]), on the head and then on the rest: two calls of the one compiled loop.
-/// (Splitting inside the loop's function, or a second instance of it that splits, cost
-/// short and aligned buffers 0.3-3 ns a call from 8 bytes to 4 KiB, and the second
-/// instances doubled the size of the kernels' code.)
-/// The split is a function of its own, so that the common path stays a jump to the
-/// loop (with the two calls inlined, every call paid for saving registers: 1 ns at 8
-/// bytes).
+/// ([`line_head`]), on the head and then on the rest: two calls of the one compiled loop,
+/// from a function of its own, so that the common path stays a compare and a jump to the
+/// loop. (Measured on an AMD Zen 4 against that: the split inside the loop's function,
+/// or a second instance of the loop that splits, cost short and aligned buffers 0.3-3 ns
+/// a call from 8 bytes to 4 KiB, and the second instances doubled the kernels' code; the
+/// two calls inlined here made every call save registers, 1 ns at 8 bytes.)
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn lined(inv: &[u8], inout: &mut [u8], n: usize, kernel: impl Fn(&[u8], &mut [u8])) {
@@ -443,9 +442,9 @@ fn k_avx512<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout
 /// AVX-512 level runs 256-bit loops: the AVX2 loop, or for what only AVX-512 has
 /// (64-bit integer MAX/MIN/PROD) its instructions on 256-bit vectors. On an AMD Zen 4
 /// 512-bit vectors stream the third-level cache and memory more slowly than 256-bit
-/// ones, whatever the alignment: `a[i] += b[i]` in C took 48.4-48.9 GB/s against
-/// 50.7-50.9 at 2 MiB, 21.3-22.4 against 22.9-24.2 at 16 MiB and 10.8-11.8 against
-/// 12.5-13.4 at 64 MiB. MPI_Reduce_local with this threshold at 1 MiB instead of 8 MiB
+/// ones: `a[i] += b[i]` in C took 48.3-48.9 GB/s against 50.7-50.9 at 2 MiB (output on
+/// a line), 21.3-22.4 against 22.9-24.2 at 16 MiB and 10.0-11.8 against 11.8-13.4 at 64
+/// MiB (any alignment). MPI_Reduce_local with this threshold at 1 MiB instead of 8 MiB
 /// (64-byte aligned buffers, the fastest batch of three alternating runs): 1-4% faster
 /// at 1 and 2 MiB for every type and op, 8% for MPI_INT8_T PROD. Inside the
 /// second-level cache the two widths were within 5% of each other but at 512 bytes,
