@@ -1516,13 +1516,7 @@ fn wide_level_beyond_caches_matches_baseline() {
         (BuiltinOp::Bxor, Elem::U8),
         (BuiltinOp::Land, Elem::I16),
     ];
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
     for len in [STREAM_256 - 64, STREAM_256, STREAM_256 + 1000] {
         let a: Vec<u8> = (0..len).map(|_| next() as u8).collect();
         let b: Vec<u8> = (0..len).map(|_| next() as u8).collect();
@@ -1561,13 +1555,7 @@ fn float_minmax_across_the_avx2_handover() {
     if simd_level() < SimdLevel::Avx512 {
         return;
     }
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
     for len in [(1 << 20) - 64, 1 << 20, (1 << 20) + 1000, (1 << 21) + 4] {
         for elem in [Elem::F64, Elem::F32] {
             let w = if elem == Elem::F64 { 8 } else { 4 };
@@ -1613,13 +1601,7 @@ fn wide_integer_ops_across_the_stream_handover() {
     if simd_level() < SimdLevel::Avx512 {
         return;
     }
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
     let stream = STREAM_256;
     for len in [stream - 128, stream, stream + 8 * 13, stream + 4096 + 24] {
         let words = |next: &mut dyn FnMut() -> u64| -> Vec<u64> {
@@ -1683,48 +1665,31 @@ fn kernels_align_their_output_to_a_line() {
         let start = (64 - base % 64) % 64 + 64 + off;
         start..start + len
     }
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
     type Oracle = fn(&[u8], &[u8]) -> Vec<u8>;
+    // element `a` op element `b`, by the method `$f` of `$t`
+    macro_rules! by {
+        ($t:ty, $f:ident) => {
+            |a, b| {
+                let (x, y) = (
+                    <$t>::from_ne_bytes(a.try_into().unwrap()),
+                    <$t>::from_ne_bytes(b.try_into().unwrap()),
+                );
+                x.$f(y).to_ne_bytes().to_vec()
+            }
+        };
+    }
+    use std::ops::Add;
     let cases: [(BuiltinOp, Elem, usize, Oracle); 7] = [
-        (BuiltinOp::Prod, Elem::I64, 8, |a, b| {
-            let v = i64::from_ne_bytes(a.try_into().unwrap())
-                .wrapping_mul(i64::from_ne_bytes(b.try_into().unwrap()));
-            v.to_ne_bytes().to_vec()
-        }),
-        (BuiltinOp::Max, Elem::F64, 8, |a, b| {
-            // numbers without zeros or NaNs: the plain maximum
-            let v = f64::from_ne_bytes(a.try_into().unwrap())
-                .max(f64::from_ne_bytes(b.try_into().unwrap()));
-            v.to_ne_bytes().to_vec()
-        }),
-        (BuiltinOp::Min, Elem::F32, 4, |a, b| {
-            let v = f32::from_ne_bytes(a.try_into().unwrap())
-                .min(f32::from_ne_bytes(b.try_into().unwrap()));
-            v.to_ne_bytes().to_vec()
-        }),
-        (BuiltinOp::Sum, Elem::I64, 8, |a, b| {
-            let v = i64::from_ne_bytes(a.try_into().unwrap())
-                .wrapping_add(i64::from_ne_bytes(b.try_into().unwrap()));
-            v.to_ne_bytes().to_vec()
-        }),
+        (BuiltinOp::Prod, Elem::I64, 8, by!(i64, wrapping_mul)),
+        // (the float data have no zeros or NaNs: the plain maximum and minimum)
+        (BuiltinOp::Max, Elem::F64, 8, by!(f64, max)),
+        (BuiltinOp::Min, Elem::F32, 4, by!(f32, min)),
+        (BuiltinOp::Sum, Elem::I64, 8, by!(i64, wrapping_add)),
         (BuiltinOp::Band, Elem::U8, 1, |a, b| vec![a[0] & b[0]]),
-        (BuiltinOp::Max, Elem::I32, 4, |a, b| {
-            let v = i32::from_ne_bytes(a.try_into().unwrap())
-                .max(i32::from_ne_bytes(b.try_into().unwrap()));
-            v.to_ne_bytes().to_vec()
-        }),
-        (BuiltinOp::Sum, Elem::F64, 8, |a, b| {
-            // small integers: exact in any order
-            let v = f64::from_ne_bytes(a.try_into().unwrap())
-                + f64::from_ne_bytes(b.try_into().unwrap());
-            v.to_ne_bytes().to_vec()
-        }),
+        (BuiltinOp::Max, Elem::I32, 4, by!(i32, max)),
+        // (small integers: exact in any order)
+        (BuiltinOp::Sum, Elem::F64, 8, by!(f64, add)),
     ];
     let (mut s0, mut s1, mut s2, mut so) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for &(op, elem, w, f) in &cases {
@@ -1804,5 +1769,16 @@ fn kernels_align_their_output_to_a_line() {
                 }
             }
         }
+    }
+}
+
+/// A xorshift64 generator from `seed` (not zero): the tests' reproducible random words.
+fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
     }
 }
