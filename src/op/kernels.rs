@@ -379,12 +379,15 @@ const LINE_MIN: usize = 1024;
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn line_head(inout: &[u8], n: usize) -> usize {
-    let off = inout.as_ptr() as usize % 64;
-    let head = (64 - off) % 64;
-    if inout.len() < LINE_MIN || !head.is_multiple_of(n) {
-        0
-    } else {
+    if inout.len() < LINE_MIN {
+        // (first, so that a short buffer costs one compare)
+        return 0;
+    }
+    let head = (64 - inout.as_ptr() as usize % 64) % 64;
+    if head.is_multiple_of(n) {
         head
+    } else {
+        0
     }
 }
 
@@ -398,9 +401,6 @@ fn line_head(inout: &[u8], n: usize) -> usize {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn lined(inv: &[u8], inout: &mut [u8], n: usize, kernel: impl Fn(&[u8], &mut [u8])) {
-    if inout.len() < LINE_MIN {
-        return kernel(inv, inout);
-    }
     let head = line_head(inout, n).min(inv.len());
     if head == 0 {
         return kernel(inv, inout);
@@ -606,9 +606,6 @@ const MAX_SPLIT: usize = 16;
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn lined_n(srcs: &[&[u8]], out: &mut [u8], n: usize, fold: impl Fn(&[&[u8]], &mut [u8])) {
-    if out.len() < LINE_MIN {
-        return fold(srcs, out);
-    }
     let head = line_head(out, n);
     if head == 0 {
         return fold(srcs, out);
