@@ -326,10 +326,31 @@ fn k_avx2_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], i
 
 #[cfg(target_arch = "x86_64")]
 fn k_avx2<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
+    if inout.len() >= STREAM_128 {
+        return k_stream::<T, N, OP>(inv, inout);
+    }
     // SAFETY: this kernel is handed out by `pick` only when `simd_level()` found AVX2
     // on this CPU, so the AVX2 instructions in the callee are supported.
     lined(inv, inout, N, |a, b| unsafe {
         k_avx2_inner::<T, N, OP>(a, b)
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+fn k_sse4_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
+    map2::<T, N, OP>(inv, inout)
+}
+
+/// The loop of the vector levels for buffers of [`STREAM_128`] bytes and more: on
+/// 128-bit vectors (SSE4.2), from a line on.
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+fn k_stream<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
+    // SAFETY: called only by kernels handed out at `SimdLevel::Avx2` or above, which
+    // `simd_level()` reports only when the CPU has AVX2, and so SSE4.2.
+    lined(inv, inout, N, |a, b| unsafe {
+        k_sse4_inner::<T, N, OP>(a, b)
     })
 }
 
@@ -451,6 +472,17 @@ fn k_avx512<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout
 /// where the wide loop won by 10%, and for 8-bit PROD, where AVX-512BW's loop is
 /// 10-20% faster than the AVX2 one.
 pub(crate) const STREAM_256: usize = 1 << 20;
+
+/// From this many bytes on (two buffers half again as large as the third-level cache of
+/// the machine measured) the vector levels run 128-bit loops: the generic loop compiled
+/// for SSE4.2 ([`k_stream`]), and 128-bit versions of the hand-written float MAX/MIN and
+/// 64-bit integer kernels. Beyond the caches, on an AMD Zen 4 with 32 MiB of
+/// third-level cache, they read and write memory faster than wider ones: `a[i] += b[i]`
+/// on 64 MiB in C, one 64-byte line per iteration, took 0.94-0.95x the time of the
+/// same loop on 256-bit vectors (0.85-0.87x that of 512-bit ones) and 0.94-0.99x that of
+/// a scalar loop; at 24 and 32 MiB 0.95-0.99x that of the 256-bit loop, at 16 MiB
+/// 1.05-1.08x. (MPI_Reduce_local measurements: BENCHMARKS.md.)
+pub(crate) const STREAM_128: usize = 24 << 20;
 
 /// Whether the loop of `OP` on `T` needs AVX-512 instructions to vectorise: 64-bit
 /// integer multiply, maximum and minimum (VPMULLQ, VPMAXSQ, ...), which AVX2 lacks.
@@ -823,7 +855,8 @@ mod avx2 {
     use super::{code, loc, map2, Kernel};
     use std::arch::x86_64::*;
 
-    /// IEEE maximum/minimum on 32-byte vectors: `max_pd(a, b)` is `a > b ? a : b`
+    /// IEEE maximum/minimum on vectors `$v` of `$w` bytes (32; 16 in the `_x` kernels,
+    /// from `super::STREAM_128` bytes on): `max_pd(a, b)` is `a > b ? a : b`
     /// (`b` when they are equal or either is a NaN); equal values (±0) then take
     /// `a & b` (MAX: +0 wins) or `a | b` (MIN: -0 wins); a NaN `a` wins last.
     ///
@@ -832,20 +865,21 @@ mod avx2 {
     /// non-zero values have the same bits). One unordered-or-equal compare of `a`
     /// with 0 finds those lanes (under a denormals-are-zero mode it also finds
     /// subnormal `a`, which is what the full formula needs then). Four vectors (128
-    /// bytes) at a time take the bare max/min when none has such a lane, else all four
-    /// get the full formula, and so do the next 4 KiB, unchecked; the rest goes vector
-    /// by vector through the full formula.
+    /// or 64 bytes) at a time take the bare max/min when none has such a lane, else
+    /// all four get the full formula, and so do the next 4 KiB, unchecked; the rest
+    /// goes vector by vector through the full formula.
     /// On a Zen 3 the full formula alone ran 1.5-2x slower than the bare instruction
     /// in the first- and second-level caches. (Comparing `a == b` instead, as an
     /// earlier attempt did, sends every block of a repeated reduction on the same
     /// buffer to the slow path: after one call most lanes are equal.)
     macro_rules! fminmax {
-        ($name:ident, $t:ty, $n:expr, $op:expr, $load:ident, $store:ident, $cmp:ident,
-         $blend:ident, $pick:ident, $eqfix:ident, $zero:ident, $or:ident, $testz:ident) => {
+        ($name:ident, $t:ty, $v:ty, $w:expr, $n:expr, $op:expr, $load:ident, $store:ident,
+         $cmp:ident, $blend:ident, $pick:ident, $eqfix:ident, $zero:ident, $or:ident,
+         $testz:ident) => {
             #[target_feature(enable = "avx2")]
             pub(super) fn $name(inv: &[u8], inout: &mut [u8]) {
                 #[inline(always)]
-                fn full(a: <$t as Lanes>::V, b: <$t as Lanes>::V) -> <$t as Lanes>::V {
+                fn full(a: $v, b: $v) -> $v {
                     // SAFETY: register-only AVX intrinsics; only called from the
                     // AVX2-enabled kernel below.
                     unsafe {
@@ -855,18 +889,19 @@ mod avx2 {
                     }
                 }
                 let len = inv.len().min(inout.len());
-                // The four vectors at byte i (i + 128 <= len): the bare max/min if
+                // The four vectors at byte i (i + 4w <= len): the bare max/min if
                 // `check` and no lane of `inv` needs the full formula, else the full
                 // formula. Returns whether they took the bare one.
                 let block = |inout: &mut [u8], i: usize, check: bool| -> bool {
-                    // SAFETY: callers keep i + 128 <= len, so bytes i..i+128 lie inside
+                    // SAFETY: callers keep i + 4w <= len, so bytes i..i+4w lie inside
                     // both slices; unaligned loads and stores; AVX2 is present (see
                     // `kernel_at`).
                     unsafe {
                         let pa = inv.as_ptr().add(i);
                         let pb = inout.as_mut_ptr().add(i);
-                        let a = [0, 32, 64, 96].map(|o| $load(pa.add(o).cast()));
-                        let b = [0, 32, 64, 96].map(|o| $load(pb.add(o).cast_const().cast()));
+                        let a = [0, $w, 2 * $w, 3 * $w].map(|o| $load(pa.add(o).cast()));
+                        let b =
+                            [0, $w, 2 * $w, 3 * $w].map(|o| $load(pb.add(o).cast_const().cast()));
                         let fast = check && {
                             let z = $zero();
                             let s = $or(
@@ -881,54 +916,46 @@ mod avx2 {
                             } else {
                                 full(a[k], b[k])
                             };
-                            $store(pb.add(32 * k).cast(), r);
+                            $store(pb.add($w * k).cast(), r);
                         }
                         fast
                     }
                 };
                 let mut i = 0;
-                while i + 128 <= len {
+                while i + 4 * $w <= len {
                     let fast = block(inout, i, true);
-                    i += 128;
+                    i += 4 * $w;
                     if !fast {
                         // Data rich in zeros would fail the check block after block,
                         // paying for it (and for mispredicted branches) on top of the
                         // full formula: the next 4 KiB take the full formula unchecked.
                         let stop = (i + 4096).min(len);
-                        while i + 128 <= stop {
+                        while i + 4 * $w <= stop {
                             block(inout, i, false);
-                            i += 128;
+                            i += 4 * $w;
                         }
                     }
                 }
-                while i + 32 <= len {
-                    // SAFETY: bytes i..i+32 lie inside both slices; as above.
+                while i + $w <= len {
+                    // SAFETY: bytes i..i+w lie inside both slices; as above.
                     unsafe {
                         let a = $load(inv.as_ptr().add(i).cast());
                         let pb = inout.as_mut_ptr().add(i);
                         let b = $load(pb.cast_const().cast());
                         $store(pb.cast(), full(a, b));
                     }
-                    i += 32;
+                    i += $w;
                 }
                 map2::<$t, $n, { $op }>(&inv[i..], &mut inout[i..]);
             }
         };
     }
 
-    /// The AVX vector type of each float type.
-    trait Lanes {
-        type V;
-    }
-    impl Lanes for f64 {
-        type V = __m256d;
-    }
-    impl Lanes for f32 {
-        type V = __m256;
-    }
     fminmax!(
         max_f64,
         f64,
+        __m256d,
+        32,
         8,
         code::MAX,
         _mm256_loadu_pd,
@@ -944,6 +971,8 @@ mod avx2 {
     fminmax!(
         min_f64,
         f64,
+        __m256d,
+        32,
         8,
         code::MIN,
         _mm256_loadu_pd,
@@ -959,6 +988,8 @@ mod avx2 {
     fminmax!(
         max_f32,
         f32,
+        __m256,
+        32,
         4,
         code::MAX,
         _mm256_loadu_ps,
@@ -974,6 +1005,8 @@ mod avx2 {
     fminmax!(
         min_f32,
         f32,
+        __m256,
+        32,
         4,
         code::MIN,
         _mm256_loadu_ps,
@@ -985,6 +1018,75 @@ mod avx2 {
         _mm256_setzero_ps,
         _mm256_or_ps,
         _mm256_testz_ps
+    );
+
+    fminmax!(
+        max_f64_x,
+        f64,
+        __m128d,
+        16,
+        8,
+        code::MAX,
+        _mm_loadu_pd,
+        _mm_storeu_pd,
+        _mm_cmp_pd,
+        _mm_blendv_pd,
+        _mm_max_pd,
+        _mm_and_pd,
+        _mm_setzero_pd,
+        _mm_or_pd,
+        _mm_testz_pd
+    );
+    fminmax!(
+        min_f64_x,
+        f64,
+        __m128d,
+        16,
+        8,
+        code::MIN,
+        _mm_loadu_pd,
+        _mm_storeu_pd,
+        _mm_cmp_pd,
+        _mm_blendv_pd,
+        _mm_min_pd,
+        _mm_or_pd,
+        _mm_setzero_pd,
+        _mm_or_pd,
+        _mm_testz_pd
+    );
+    fminmax!(
+        max_f32_x,
+        f32,
+        __m128,
+        16,
+        4,
+        code::MAX,
+        _mm_loadu_ps,
+        _mm_storeu_ps,
+        _mm_cmp_ps,
+        _mm_blendv_ps,
+        _mm_max_ps,
+        _mm_and_ps,
+        _mm_setzero_ps,
+        _mm_or_ps,
+        _mm_testz_ps
+    );
+    fminmax!(
+        min_f32_x,
+        f32,
+        __m128,
+        16,
+        4,
+        code::MIN,
+        _mm_loadu_ps,
+        _mm_storeu_ps,
+        _mm_cmp_ps,
+        _mm_blendv_ps,
+        _mm_min_ps,
+        _mm_or_ps,
+        _mm_setzero_ps,
+        _mm_or_ps,
+        _mm_testz_ps
     );
 
     /// MAX/MIN on 64-bit integers (signed, or unsigned after flipping both sign bits),
@@ -1262,22 +1364,55 @@ mod avx2 {
         loc::<i64, 8, i32, 4, 8, 16, MAX>(&inv[i..], &mut inout[i..]);
     }
 
+    /// Float MAX/MIN from a line on (`super::lined`): `$k` on 32-byte vectors, or from
+    /// `super::STREAM_128` bytes on `$x` on 16-byte ones. Also the AVX-512 level's kernel
+    /// from its handover on.
+    macro_rules! fminmax_by_size {
+        ($name:ident, $k:ident, $x:ident, $n:expr) => {
+            pub(super) fn $name(a: &[u8], b: &mut [u8]) {
+                // SAFETY: handed out only at `SimdLevel::Avx2` and above, which
+                // `simd_level` reports only when the CPU has AVX2.
+                if b.len() >= super::STREAM_128 {
+                    super::lined(a, b, $n, |x, y| unsafe { $x(x, y) })
+                } else {
+                    super::lined(a, b, $n, |x, y| unsafe { $k(x, y) })
+                }
+            }
+        };
+    }
+    fminmax_by_size!(max_f64_k, max_f64, max_f64_x, 8);
+    fminmax_by_size!(min_f64_k, min_f64, min_f64_x, 8);
+    fminmax_by_size!(max_f32_k, max_f32, max_f32_x, 4);
+    fminmax_by_size!(min_f32_k, min_f32, min_f32_x, 4);
+
     /// The hand-written AVX2 kernel of `op` on `elem`, if there is one. Call only when
     /// the CPU has AVX2.
     pub(super) fn kernel(op: super::BuiltinOp, elem: super::Elem) -> Option<Kernel> {
-        use super::{BuiltinOp as O, Elem as E};
+        use super::{k_stream, BuiltinOp as O, Elem as E};
         // SAFETY (each wrapper): handed out only at `SimdLevel::Avx2`, which
         // `simd_level` reports only when the CPU has AVX2.
-        // (float MAX/MIN from a line on: see `super::lined`)
+        // 64-bit integer MAX/MIN: `minmax_i64`, or from STREAM_128 bytes on the generic
+        // loop on 128-bit vectors (SSE4.2 has VPCMPGTQ; see `super::k_stream`).
+        macro_rules! minmax64 {
+            ($t:ty, $op:expr, $max:expr, $unsigned:expr) => {
+                |a, b| {
+                    if b.len() >= super::STREAM_128 {
+                        k_stream::<$t, 8, { $op }>(a, b)
+                    } else {
+                        unsafe { minmax_i64::<$max, $unsigned>(a, b) }
+                    }
+                }
+            };
+        }
         Some(match (op, elem) {
-            (O::Max, E::F64) => |a, b| super::lined(a, b, 8, |x, y| unsafe { max_f64(x, y) }),
-            (O::Min, E::F64) => |a, b| super::lined(a, b, 8, |x, y| unsafe { min_f64(x, y) }),
-            (O::Max, E::F32) => |a, b| super::lined(a, b, 4, |x, y| unsafe { max_f32(x, y) }),
-            (O::Min, E::F32) => |a, b| super::lined(a, b, 4, |x, y| unsafe { min_f32(x, y) }),
-            (O::Max, E::I64) => |a, b| unsafe { minmax_i64::<true, false>(a, b) },
-            (O::Min, E::I64) => |a, b| unsafe { minmax_i64::<false, false>(a, b) },
-            (O::Max, E::U64) => |a, b| unsafe { minmax_i64::<true, true>(a, b) },
-            (O::Min, E::U64) => |a, b| unsafe { minmax_i64::<false, true>(a, b) },
+            (O::Max, E::F64) => max_f64_k,
+            (O::Min, E::F64) => min_f64_k,
+            (O::Max, E::F32) => max_f32_k,
+            (O::Min, E::F32) => min_f32_k,
+            (O::Max, E::I64) => minmax64!(i64, code::MAX, true, false),
+            (O::Min, E::I64) => minmax64!(i64, code::MIN, false, false),
+            (O::Max, E::U64) => minmax64!(u64, code::MAX, true, true),
+            (O::Min, E::U64) => minmax64!(u64, code::MIN, false, true),
             (O::Maxloc, E::DoubleInt) => |a, b| unsafe { loc_double_int::<true>(a, b) },
             (O::Minloc, E::DoubleInt) => |a, b| unsafe { loc_double_int::<false>(a, b) },
             (O::Maxloc, E::TwoInt | E::TwoInteger) => {
@@ -1439,44 +1574,99 @@ mod avx512 {
     );
 
     /// MAX/MIN/PROD on 64-bit integers beyond the caches: the AVX-512VL instructions
-    /// (VPMAXSQ, VPMINUQ, VPMULLQ, ...) on 256-bit vectors, four per 128 bytes. The
-    /// generic loop of this level uses 512-bit vectors, which stream memory more
-    /// slowly on an AMD Zen 4: 64 MiB of PROD took 10.4-11.8 GB/s with 512-bit
-    /// vectors and 11.9-13.5 with 256-bit ones (MAX: 10.5-11.9 against 11.9-13.6;
-    /// the mean of 20 interleaved calls, three runs), while AVX2 alone has no
-    /// instruction for either. Integers have one representation per value, so the
+    /// (VPMAXSQ, VPMINUQ, VPMULLQ, ...) on 256-bit vectors (`_y`), or from
+    /// `super::STREAM_128` bytes on 128-bit ones (`_x`), four vectors of `$w` bytes at
+    /// a time. The generic loop of this level uses 512-bit vectors, which stream
+    /// memory more slowly on an AMD Zen 4: 64 MiB of PROD took 10.4-11.8 GB/s with
+    /// 512-bit vectors and 11.9-13.5 with 256-bit ones (MAX: 10.5-11.9 against
+    /// 11.9-13.6; the mean of 20 interleaved calls, three runs), while AVX2 alone has
+    /// no instruction for either. Integers have one representation per value, so the
     /// instruction's result is `Combine`'s bit for bit.
     macro_rules! wide64 {
-        ($name:ident, $t:ty, $op:expr, $f:ident) => {
+        ($name:ident, $t:ty, $op:expr, $f:ident, $load:ident, $store:ident, $w:expr) => {
             #[target_feature(enable = "avx2,avx512f,avx512vl,avx512dq")]
             fn $name(inv: &[u8], inout: &mut [u8]) {
                 let len = inv.len().min(inout.len());
                 let mut i = 0;
-                while i + 128 <= len {
-                    // SAFETY: bytes i..i+128 lie inside both slices (distinct: one is
+                while i + 4 * $w <= len {
+                    // SAFETY: bytes i..i+4w lie inside both slices (distinct: one is
                     // borrowed mutably); unaligned loads and stores; the CPU has
                     // AVX-512 F/VL/DQ (see `kernel`).
                     unsafe {
                         let pa = inv.as_ptr().add(i);
                         let pb = inout.as_mut_ptr().add(i);
-                        for o in [0, 32, 64, 96] {
-                            let a = _mm256_loadu_si256(pa.add(o).cast());
-                            let b = _mm256_loadu_si256(pb.add(o).cast_const().cast());
-                            _mm256_storeu_si256(pb.add(o).cast(), $f(a, b));
+                        for o in [0, $w, 2 * $w, 3 * $w] {
+                            let a = $load(pa.add(o).cast());
+                            let b = $load(pb.add(o).cast_const().cast());
+                            $store(pb.add(o).cast(), $f(a, b));
                         }
                     }
-                    i += 128;
+                    i += 4 * $w;
                 }
                 map2::<$t, 8, { $op }>(&inv[i..], &mut inout[i..]);
             }
         };
+        ($y:ident, $x:ident, $t:ty, $op:expr, $f256:ident, $f128:ident) => {
+            wide64!(
+                $y,
+                $t,
+                $op,
+                $f256,
+                _mm256_loadu_si256,
+                _mm256_storeu_si256,
+                32
+            );
+            wide64!($x, $t, $op, $f128, _mm_loadu_si128, _mm_storeu_si128, 16);
+        };
     }
-    wide64!(max_i64_y, i64, code::MAX, _mm256_max_epi64);
-    wide64!(min_i64_y, i64, code::MIN, _mm256_min_epi64);
-    wide64!(max_u64_y, u64, code::MAX, _mm256_max_epu64);
-    wide64!(min_u64_y, u64, code::MIN, _mm256_min_epu64);
-    wide64!(prod_i64_y, i64, code::PROD, _mm256_mullo_epi64);
-    wide64!(prod_u64_y, u64, code::PROD, _mm256_mullo_epi64);
+    wide64!(
+        max_i64_y,
+        max_i64_x,
+        i64,
+        code::MAX,
+        _mm256_max_epi64,
+        _mm_max_epi64
+    );
+    wide64!(
+        min_i64_y,
+        min_i64_x,
+        i64,
+        code::MIN,
+        _mm256_min_epi64,
+        _mm_min_epi64
+    );
+    wide64!(
+        max_u64_y,
+        max_u64_x,
+        u64,
+        code::MAX,
+        _mm256_max_epu64,
+        _mm_max_epu64
+    );
+    wide64!(
+        min_u64_y,
+        min_u64_x,
+        u64,
+        code::MIN,
+        _mm256_min_epu64,
+        _mm_min_epu64
+    );
+    wide64!(
+        prod_i64_y,
+        prod_i64_x,
+        i64,
+        code::PROD,
+        _mm256_mullo_epi64,
+        _mm_mullo_epi64
+    );
+    wide64!(
+        prod_u64_y,
+        prod_u64_x,
+        u64,
+        code::PROD,
+        _mm256_mullo_epi64,
+        _mm_mullo_epi64
+    );
 
     /// From this many bytes on (beyond the second-level cache) the float MAX/MIN
     /// kernels of this level hand over to those of AVX2: on an AMD Zen 4 (MPI_Reduce_local,
@@ -1490,15 +1680,16 @@ mod avx512 {
     pub(super) fn kernel(op: super::BuiltinOp, elem: super::Elem) -> Option<Kernel> {
         use super::avx2;
         use super::{BuiltinOp as O, Elem as E};
-        // This level's kernel `$k`, or from FMINMAX_256 bytes on AVX2's `$k` (see there).
+        // This level's kernel `$k`, or from FMINMAX_256 bytes on AVX2's (`$avx2`, which
+        // from STREAM_128 bytes on runs 128-bit vectors; see there).
         // SAFETY (each wrapper): handed out only at `SimdLevel::Avx512` (the CPU has
         // AVX-512, and so AVX2: `simd_level` checks AVX2 first).
         // Both from a line on (`super::lined`, for `$n`-byte elements).
         macro_rules! by_size {
-            ($k:ident, $n:expr) => {
+            ($k:ident, $avx2:ident, $n:expr) => {
                 |a, b| {
                     if b.len() >= FMINMAX_256 {
-                        super::lined(a, b, $n, |x, y| unsafe { avx2::$k(x, y) })
+                        avx2::$avx2(a, b)
                     } else {
                         super::lined(a, b, $n, |x, y| unsafe { $k(x, y) })
                     }
@@ -1506,13 +1697,16 @@ mod avx512 {
             };
         }
         // The generic loop of this level (512-bit vectors), or from STREAM_256 bytes on
-        // the 256-bit kernel `$k` of 64-bit integers (see `wide64`).
-        // SAFETY (each wrapper): as for `by_size`; both callees need AVX-512 F/VL/DQ.
+        // the 256-bit kernel `$y` of 64-bit integers, from STREAM_128 on the 128-bit
+        // `$x` (see `wide64`).
+        // SAFETY (each wrapper): as for `by_size`; the callees need AVX-512 F/VL/DQ.
         macro_rules! wide_by_size {
-            ($k:ident, $t:ty, $op:expr) => {
+            ($y:ident, $x:ident, $t:ty, $op:expr) => {
                 |a, b| {
-                    if b.len() >= super::STREAM_256 {
-                        super::lined(a, b, 8, |x, y| unsafe { $k(x, y) })
+                    if b.len() >= super::STREAM_128 {
+                        super::lined(a, b, 8, |x, y| unsafe { $x(x, y) })
+                    } else if b.len() >= super::STREAM_256 {
+                        super::lined(a, b, 8, |x, y| unsafe { $y(x, y) })
                     } else {
                         super::k_avx512::<$t, 8, { $op }>(a, b)
                     }
@@ -1520,16 +1714,16 @@ mod avx512 {
             };
         }
         Some(match (op, elem) {
-            (O::Max, E::I64) => wide_by_size!(max_i64_y, i64, code::MAX),
-            (O::Min, E::I64) => wide_by_size!(min_i64_y, i64, code::MIN),
-            (O::Prod, E::I64) => wide_by_size!(prod_i64_y, i64, code::PROD),
-            (O::Max, E::U64) => wide_by_size!(max_u64_y, u64, code::MAX),
-            (O::Min, E::U64) => wide_by_size!(min_u64_y, u64, code::MIN),
-            (O::Prod, E::U64) => wide_by_size!(prod_u64_y, u64, code::PROD),
-            (O::Max, E::F64) => by_size!(max_f64, 8),
-            (O::Min, E::F64) => by_size!(min_f64, 8),
-            (O::Max, E::F32) => by_size!(max_f32, 4),
-            (O::Min, E::F32) => by_size!(min_f32, 4),
+            (O::Max, E::I64) => wide_by_size!(max_i64_y, max_i64_x, i64, code::MAX),
+            (O::Min, E::I64) => wide_by_size!(min_i64_y, min_i64_x, i64, code::MIN),
+            (O::Prod, E::I64) => wide_by_size!(prod_i64_y, prod_i64_x, i64, code::PROD),
+            (O::Max, E::U64) => wide_by_size!(max_u64_y, max_u64_x, u64, code::MAX),
+            (O::Min, E::U64) => wide_by_size!(min_u64_y, min_u64_x, u64, code::MIN),
+            (O::Prod, E::U64) => wide_by_size!(prod_u64_y, prod_u64_x, u64, code::PROD),
+            (O::Max, E::F64) => by_size!(max_f64, max_f64_k, 8),
+            (O::Min, E::F64) => by_size!(min_f64, min_f64_k, 8),
+            (O::Max, E::F32) => by_size!(max_f32, max_f32_k, 4),
+            (O::Min, E::F32) => by_size!(min_f32, min_f32_k, 4),
             // (MINLOC/MAXLOC on MPI_DOUBLE_INT take the AVX2 kernel: an AVX-512 one with
             // four pairs per vector and a masked store that skips the padding ran at
             // 0.57-0.67x its speed at every size from 4 KiB to 4 MiB, and 0.85-0.9x

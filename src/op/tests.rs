@@ -1502,22 +1502,36 @@ fn multi_kernels_match_oracle() {
 }
 
 #[test]
-fn wide_level_beyond_caches_matches_baseline() {
-    // At the AVX-512 level, buffers of STREAM_256 bytes and more run 256-bit loops:
+fn vector_levels_beyond_caches_match_baseline() {
+    // At the AVX-512 level, buffers of STREAM_256 bytes and more run 256-bit loops, and
+    // at both vector levels buffers of STREAM_128 bytes and more run 128-bit ones:
     // whichever loop runs, the bytes are those of the baseline loop, on both sides of
-    // the threshold and on an odd length past it.
-    use super::kernels::{kernel_at, SimdLevel, STREAM_256};
+    // each threshold and on an odd length past it, from the allocation's start and
+    // 8 bytes on (a different head before the first line).
+    use super::kernels::{kernel_at, simd_level, SimdLevel, STREAM_128, STREAM_256};
     let cases = [
         (BuiltinOp::Sum, Elem::F64),
         (BuiltinOp::Prod, Elem::F32),
         (BuiltinOp::Max, Elem::I32),
         (BuiltinOp::Max, Elem::I64),
+        (BuiltinOp::Min, Elem::U64),
         (BuiltinOp::Prod, Elem::U64),
+        (BuiltinOp::Prod, Elem::I8),
         (BuiltinOp::Bxor, Elem::U8),
         (BuiltinOp::Land, Elem::I16),
     ];
+    let levels: Vec<SimdLevel> = [SimdLevel::Avx2, SimdLevel::Avx512]
+        .into_iter()
+        .filter(|&l| l <= simd_level())
+        .collect();
     let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
-    for len in [STREAM_256 - 64, STREAM_256, STREAM_256 + 1000] {
+    for len in [
+        STREAM_256 - 64,
+        STREAM_256,
+        STREAM_256 + 1000,
+        STREAM_128 - 64,
+        STREAM_128 + 1000,
+    ] {
         let a: Vec<u8> = (0..len).map(|_| next() as u8).collect();
         let b: Vec<u8> = (0..len).map(|_| next() as u8).collect();
         for &(op, elem) in &cases {
@@ -1537,26 +1551,43 @@ fn wide_level_beyond_caches_matches_baseline() {
                 v
             };
             let (a, b) = (finite(&a), finite(&b));
-            let mut want = b.clone();
-            kernel_at(op, elem, SimdLevel::Baseline).unwrap()(&a, &mut want);
-            let mut got = b.clone();
-            kernel_at(op, elem, SimdLevel::Avx512).unwrap()(&a, &mut got);
-            assert!(got == want, "{} {elem:?} len {len}", op.name());
+            for off in [0, 8] {
+                let mut want = b[off..].to_vec();
+                kernel_at(op, elem, SimdLevel::Baseline).unwrap()(&a[off..], &mut want);
+                for &l in &levels {
+                    let mut got = b.clone();
+                    kernel_at(op, elem, l).unwrap()(&a[off..], &mut got[off..]);
+                    assert!(
+                        got[off..] == want[..] && got[..off] == b[..off],
+                        "{} {elem:?} {l:?} len {len} off {off}",
+                        op.name()
+                    );
+                }
+            }
         }
     }
 }
 
 #[test]
-fn float_minmax_across_the_avx2_handover() {
-    // At the AVX-512 level, float MAX/MIN of 1 MiB and more run the AVX2 kernel: on both
-    // sides of the threshold and on odd lengths past it, the bytes are the baseline
+fn float_minmax_across_the_handovers() {
+    // At the AVX-512 level, float MAX/MIN of 1 MiB and more run the AVX2 kernel, and at
+    // both vector levels those of STREAM_128 bytes and more its 128-bit version: on both
+    // sides of each threshold and on odd lengths past it, the bytes are the baseline
     // loop's, with NaNs (random bits), zeros of both signs and subnormals in the data.
-    use super::kernels::{kernel_at, simd_level, SimdLevel};
-    if simd_level() < SimdLevel::Avx512 {
-        return;
-    }
+    use super::kernels::{kernel_at, simd_level, SimdLevel, STREAM_128};
+    let levels: Vec<SimdLevel> = [SimdLevel::Avx2, SimdLevel::Avx512]
+        .into_iter()
+        .filter(|&l| l <= simd_level())
+        .collect();
     let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
-    for len in [(1 << 20) - 64, 1 << 20, (1 << 20) + 1000, (1 << 21) + 4] {
+    for len in [
+        (1 << 20) - 64,
+        1 << 20,
+        (1 << 20) + 1000,
+        (1 << 21) + 4,
+        STREAM_128 - 64,
+        STREAM_128 + 1000 + 4,
+    ] {
         for elem in [Elem::F64, Elem::F32] {
             let w = if elem == Elem::F64 { 8 } else { 4 };
             let mut data = || -> Vec<u8> {
@@ -1584,9 +1615,11 @@ fn float_minmax_across_the_avx2_handover() {
             for op in [BuiltinOp::Max, BuiltinOp::Min] {
                 let mut want = b.clone();
                 kernel_at(op, elem, SimdLevel::Baseline).unwrap()(&a, &mut want);
-                let mut got = b.clone();
-                kernel_at(op, elem, SimdLevel::Avx512).unwrap()(&a, &mut got);
-                assert!(got == want, "{} {elem:?} len {len}", op.name());
+                for &l in &levels {
+                    let mut got = b.clone();
+                    kernel_at(op, elem, l).unwrap()(&a, &mut got);
+                    assert!(got == want, "{} {elem:?} {l:?} len {len}", op.name());
+                }
             }
         }
     }
@@ -1595,15 +1628,17 @@ fn float_minmax_across_the_avx2_handover() {
 #[test]
 fn wide_integer_ops_across_the_stream_handover() {
     // At the AVX-512 level, MAX/MIN/PROD on 64-bit integers of STREAM_256 bytes and
-    // more run the 256-bit kernels: on both sides of the threshold and on lengths past it that leave
-    // a remainder, every element is the one computed here, element by element.
-    use super::kernels::{kernel_at, simd_level, SimdLevel, STREAM_256};
+    // more run the 256-bit kernels, of STREAM_128 bytes and more the 128-bit ones: on
+    // both sides of each threshold and on lengths past it that leave a remainder, every
+    // element is the one computed here, element by element.
+    use super::kernels::{kernel_at, simd_level, SimdLevel, STREAM_128, STREAM_256};
     if simd_level() < SimdLevel::Avx512 {
         return;
     }
     let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
-    let stream = STREAM_256;
-    for len in [stream - 128, stream, stream + 8 * 13, stream + 4096 + 24] {
+    let lens = [STREAM_256, STREAM_128]
+        .map(|stream| [stream - 128, stream, stream + 8 * 13, stream + 4096 + 24]);
+    for len in lens.into_iter().flatten() {
         let words = |next: &mut dyn FnMut() -> u64| -> Vec<u64> {
             (0..len / 8)
                 .map(|i| match i % 7 {
