@@ -1503,12 +1503,13 @@ fn multi_kernels_match_oracle() {
 
 #[test]
 fn vector_levels_beyond_caches_match_baseline() {
-    // At the AVX-512 level, buffers of STREAM_256 bytes and more run 256-bit loops, and
-    // at both vector levels buffers of STREAM_128 bytes and more run 128-bit ones:
+    // At the AVX-512 level, buffers of STREAM_256 bytes and more run 256-bit loops (and
+    // 8-bit PROD from PROD8_WIDEN bytes a loop that widens to 16 bits), and at both
+    // vector levels buffers of STREAM_128 bytes and more run 128-bit ones:
     // whichever loop runs, the bytes are those of the baseline loop, on both sides of
     // each threshold and on an odd length past it, from the allocation's start and
     // 8 bytes on (a different head before the first line).
-    use super::kernels::{kernel_at, simd_level, SimdLevel, STREAM_128, STREAM_256};
+    use super::kernels::{kernel_at, simd_level, SimdLevel, PROD8_WIDEN, STREAM_128, STREAM_256};
     let cases = [
         (BuiltinOp::Sum, Elem::F64),
         (BuiltinOp::Prod, Elem::F32),
@@ -1529,6 +1530,8 @@ fn vector_levels_beyond_caches_match_baseline() {
         STREAM_256 - 64,
         STREAM_256,
         STREAM_256 + 1000,
+        PROD8_WIDEN - 64,
+        PROD8_WIDEN + 1000,
         STREAM_128 - 64,
         STREAM_128 + 1000,
     ] {
