@@ -479,11 +479,12 @@ pub(crate) const STREAM_256: usize = 1 << 20;
 /// 64-bit integer kernels. Beyond the caches, on an AMD Zen 4 with 32 MiB of
 /// third-level cache, they read and write memory faster than wider ones: `a[i] += b[i]`
 /// on 64 MiB in C (the median of interleaved calls, five runs) took 0.91-0.96x the
-/// time of the same loop on 256-bit vectors, 0.80-0.81x that of 512-bit ones and
+/// time of the same loop on 256-bit vectors, 0.79-0.81x that of 512-bit ones and
 /// 0.93-0.97x that of a scalar loop; at 32 MiB as long as 256-bit, at 16 MiB 1.08x.
-/// MPI_Reduce_local with the generic loop on 128-bit vectors took 0.94-1.0x the time of
-/// the 256-bit one at 24 and 32 MiB (two runs each, time relative to a C loop in the
-/// same process), but 1.04-1.08x at 16 MiB. (More in BENCHMARKS.md.)
+/// MPI_Reduce_local with the generic loop on 128-bit vectors took 0.94-0.97x the time
+/// of the 256-bit one at 24 and 32 MiB and 0.90-1.0x at 64 MiB (time relative to a C
+/// loop in the same process, alternating runs), but 1.04-1.08x at 16 MiB. (More in
+/// BENCHMARKS.md.)
 pub(crate) const STREAM_128: usize = 24 << 20;
 
 /// From this many bytes on (two buffers fill three quarters of the third-level cache
