@@ -29,10 +29,12 @@
 //! vector, padding kept), MPI_LONG_INT, MPI_2INT, MPI_FLOAT_INT, MPI_2REAL and
 //! MPI_2DOUBLE_PRECISION (AVX2 only, also used where the CPU has AVX-512; the AVX2
 //! kernels' comments give their speed on a Zen 3), and beyond the caches, at the
-//! AVX-512 level, 64-bit integer MAX/MIN/PROD on 256-bit vectors (`avx512::wide64`).
+//! AVX-512 level, 64-bit integer MAX/MIN/PROD on 256-bit and 128-bit vectors
+//! (`avx512::wide64`) and 8-bit PROD widened to 16 bits (`avx512::prod_8_widened`).
 //! The vector loops first reduce the elements before `inout`'s first 64-byte line, when
 //! a whole number of elements reaches it, so that the rest stores whole lines
-//! ([`line_head`]); and from [`STREAM_256`] bytes on the AVX-512 level runs 256-bit loops.
+//! ([`line_head`]); from [`STREAM_256`] bytes on the AVX-512 level runs 256-bit loops,
+//! and from [`STREAM_128`] bytes on both vector levels run 128-bit ones.
 //!
 //! Measured with `op::tests::simd_timing` on a 2-core Xeon VM with AVX-512 (release build,
 //! load average 5-7 from other jobs; GB/s of the three streams, aligned / offset by
