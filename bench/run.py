@@ -87,7 +87,6 @@ if QUICK:
     RL_SIZES = [4096, 2097152, 16777216]
     RL_T = "0.03"
     RL_ROUNDS = 1
-    RL_ROUNDS_BIG = 1
     COLL_ROUNDS = 1
     TIMEOUT = 90
 else:
@@ -97,24 +96,16 @@ else:
     BATCHES = "7"
     RL_SIZES = [8 * 8 ** i for i in range(8)] + [64 << 20]
     RL_T = "0.05"
-    RL_ROUNDS = 3
-    # Beyond the caches each process meets memory of its own speed (the plain C loop of
-    # one binary: 10.1-11.9 GB/s at 64 MiB from one process to the next), so that a
-    # cell of three runs is decided by which implementation's processes met the fast
-    # memory; these sizes run in more rounds.
-    RL_ROUNDS_BIG = 9
+    # Seven: each process meets a state of its own (the plain C loop of one binary took
+    # 557-860 ns for 32 KiB from one process to the next, and ran at 10.1-11.9 GB/s on
+    # 64 MiB), so that with three runs a cell was decided by which implementation's
+    # processes met the fast state.
+    RL_ROUNDS = 7
     # Three: every run starts in the near phase (Phase below), which took away the
     # reason for five (a cell's median landing in the distant phase when three of five
     # runs of one implementation did).
     COLL_ROUNDS = 3
     TIMEOUT = 300
-RL_BIG = 16 << 20  # the sizes of RL_ROUNDS_BIG rounds: from here on
-
-
-def rl_rounds(size):
-    return RL_ROUNDS_BIG if size >= RL_BIG else RL_ROUNDS
-
-
 if os.environ.get("BENCH_NP"):
     NPS = [int(x) for x in os.environ["BENCH_NP"].split()]
 
@@ -301,8 +292,7 @@ def main():
                             log("  the phase changed during the run: once more")
     lat, far_only = aggregate(coll_samples, phase)
 
-    # reduce_local at np 1 (started through each launcher): RL_ROUNDS rounds, and
-    # RL_ROUNDS_BIG for the sizes from RL_BIG on; in each,
+    # reduce_local at np 1 (started through each launcher): RL_ROUNDS rounds; in each,
     # one process per (size, implementation), the three implementations back to back
     # at each size, in an order that rotates from round to round. The speed of this
     # VM drifts by 20-30% over tens of seconds (the plain C loop in one binary shows
@@ -311,12 +301,9 @@ def main():
     # from the host only ever adds time, and it comes and goes within a run) and, for
     # comparison, the median over the rounds of each run's median batch (`gbs_med`).
     samples = {}
-    rounds = max(rl_rounds(s) for s in RL_SIZES)
-    for rnd in range(rounds):
-        log(f"run: reduce_local, round {rnd + 1} of {rounds}")
+    for rnd in range(RL_ROUNDS):
+        log(f"run: reduce_local, round {rnd + 1} of {RL_ROUNDS}")
         for k, size in enumerate(RL_SIZES):
-            if rnd >= rl_rounds(size):
-                continue
             shift = (rnd + k) % len(IMPLS)
             for impl in IMPLS[shift:] + IMPLS[:shift]:
                 cmd = launcher(impl, 1) + [os.path.join(BUILD, f"reduce_local.{impl}"),
@@ -519,7 +506,7 @@ def report(lat, status, gbs, load0, load1, elapsed, steal=None, phases=None, gbs
         L.append("")
 
     L.append("### MPI_Reduce_local throughput (GB/s of buffer processed, np 1, fastest batch "
-             f"of {rl_runs()})")
+             f"of {RL_ROUNDS} runs)")
     L.append("")
     L.append("GB/s = inout buffer bytes / time per call (each call moves 3x that in memory "
              "traffic). `C loop` is `a[i] += b[i]` (same type, -O3 -march=native); memcpy moves 2x.")
@@ -555,21 +542,14 @@ def report(lat, status, gbs, load0, load1, elapsed, steal=None, phases=None, gbs
     L += rl_ratios(gbs, combos, "by the fastest batch",
                    "Time per call of shmpi divided by that of the other implementation (below "
                    "1: shmpi is faster), from the same cells as the table above: each the "
-                   f"fastest batch of {rl_runs()}.")
+                   f"fastest batch of {RL_ROUNDS} runs.")
     if gbs_med:
         L += rl_ratios(gbs_med, combos, "by the median",
                        "The same ratios from the median batch of each run, median over the "
-                       f"{rl_runs()}: what a run meets when the host's other work slows "
+                       f"{RL_ROUNDS} runs: what a run meets when the host's other work slows "
                        "some of its batches (it hits the three implementations alike, but not "
                        "at the same moments).")
     return "\n".join(L)
-
-
-def rl_runs():
-    """How many runs a Reduce_local cell is made of, in words."""
-    if RL_ROUNDS_BIG == RL_ROUNDS:
-        return f"{RL_ROUNDS} runs"
-    return f"{RL_ROUNDS} runs ({RL_ROUNDS_BIG} from {human(RL_BIG)} on)"
 
 
 def rl_ratios(gbs, combos, how, blurb):
