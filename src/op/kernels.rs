@@ -450,7 +450,7 @@ fn k_avx512_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8],
 
 #[cfg(target_arch = "x86_64")]
 fn k_avx512<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout: &mut [u8]) {
-    if inout.len() >= STREAM_256 && !needs_512::<T, OP>() {
+    if (inout.len() >= STREAM_256 || store_alias(inv, inout)) && !needs_512::<T, OP>() {
         // (the AVX2 kernel: AVX-512 implies AVX2, `simd_level()` checks AVX2 first)
         return k_avx2::<T, N, OP>(inv, inout);
     }
@@ -460,6 +460,29 @@ fn k_avx512<T: Elt<N> + Combine, const N: usize, const OP: u8>(inv: &[u8], inout
         k_avx512_inner::<T, N, OP>(a, b)
     })
 }
+
+/// Whether `inout` starts 1 to `ALIAS_WINDOW - 1` bytes past `inv` modulo 4 KiB (and
+/// has `LINE_MIN` bytes or more). Then the 512-bit loops' loads of `inv` a line or a
+/// few ahead share their low 12 address bits with the stores to `inout` just before,
+/// and on an AMD Zen 4, in some processes (their placement decides which), wait for
+/// them; the 256-bit loops do not. MPI_Reduce_local on doubles with `inout` 64 to 192
+/// bytes past `inv` modulo 4 KiB (four processes each, the worst against `inout` on
+/// the same line as `inv` modulo 4 KiB): SUM up to 1.9x the time at 4 KiB, 1.65x at
+/// 16 KiB, 1.16-1.26x at 32-128 KiB, 1.06x at 512 KiB; MAX 3.4x, 2.5x, 1.4-1.6x and
+/// 1.2x; the AVX2 level's loops within 2% up to 128 KiB, within the noise at 512 KiB.
+/// (Two buffers of a power-of-two size from malloc lie this way: its header, 16 to 64
+/// bytes, apart modulo 4 KiB.) So the AVX-512 level runs its 256-bit loops then.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn store_alias(inv: &[u8], inout: &[u8]) -> bool {
+    let d = (inout.as_ptr() as usize).wrapping_sub(inv.as_ptr() as usize) % 4096;
+    inout.len() >= LINE_MIN && d != 0 && d < ALIAS_WINDOW
+}
+
+/// See [`store_alias`]: 256 to 512 bytes past still cost up to 1.1x at 32 KiB and
+/// 1.3x at 4 KiB; 768 and more nothing measurable, nor did `inout` before `inv`.
+#[cfg(target_arch = "x86_64")]
+const ALIAS_WINDOW: usize = 768;
 
 /// From this many bytes on (two buffers no longer fit the second-level cache) the
 /// AVX-512 level runs 256-bit loops: the AVX2 loop, or for what only AVX-512 has
@@ -702,9 +725,11 @@ fn m_avx512_inner<T: Elt<N> + Combine, const N: usize, const OP: u8>(
 
 #[cfg(target_arch = "x86_64")]
 fn m_avx512<T: Elt<N> + Combine, const N: usize, const OP: u8>(srcs: &[&[u8]], out: &mut [u8]) {
-    if out.len() >= STREAM_256 && !needs_512::<T, OP>() {
-        // (256-bit vectors beyond the second-level cache, as in `k_avx512`; AVX-512
-        // implies AVX2, `simd_level()` checks AVX2 first)
+    let alias = || srcs.iter().any(|s| store_alias(s, out));
+    if (out.len() >= STREAM_256 || alias()) && !needs_512::<T, OP>() {
+        // (256-bit vectors beyond the second-level cache or when a source lies just
+        // before `out` modulo 4 KiB, as in `k_avx512`; AVX-512 implies AVX2,
+        // `simd_level()` checks AVX2 first)
         return m_avx2::<T, N, OP>(srcs, out);
     }
     // SAFETY: handed out by `pick_multi` only at `SimdLevel::Avx512`, which
@@ -1720,15 +1745,16 @@ mod avx512 {
     pub(super) fn kernel(op: super::BuiltinOp, elem: super::Elem) -> Option<Kernel> {
         use super::avx2;
         use super::{BuiltinOp as O, Elem as E};
-        // This level's kernel `$k`, or from FMINMAX_256 bytes on AVX2's (`$avx2`, which
-        // from STREAM_128 bytes on runs 128-bit vectors; see there).
+        // This level's kernel `$k`, or from FMINMAX_256 bytes on, and where `b` lies just
+        // past `a` modulo 4 KiB (`super::store_alias`), AVX2's (`$avx2`, which from
+        // STREAM_128 bytes on runs 128-bit vectors; see there).
         // SAFETY (each wrapper): handed out only at `SimdLevel::Avx512` (the CPU has
         // AVX-512, and so AVX2: `simd_level` checks AVX2 first).
         // Both from a line on (`super::lined`, for `$n`-byte elements).
         macro_rules! by_size {
             ($k:ident, $avx2:ident, $n:expr) => {
                 |a, b| {
-                    if b.len() >= FMINMAX_256 {
+                    if b.len() >= FMINMAX_256 || super::store_alias(a, b) {
                         avx2::$avx2(a, b)
                     } else {
                         super::lined(a, b, $n, |x, y| unsafe { $k(x, y) })
@@ -1737,15 +1763,15 @@ mod avx512 {
             };
         }
         // The generic loop of this level (512-bit vectors), or from STREAM_256 bytes on
-        // the 256-bit kernel `$y` of 64-bit integers, from STREAM_128 on the 128-bit
-        // `$x` (see `wide64`).
+        // (and where `super::store_alias`) the 256-bit kernel `$y` of 64-bit integers,
+        // from STREAM_128 on the 128-bit `$x` (see `wide64`).
         // SAFETY (each wrapper): as for `by_size`; the callees need AVX-512 F/VL/DQ.
         macro_rules! wide_by_size {
             ($y:ident, $x:ident, $t:ty, $op:expr) => {
                 |a, b| {
                     if b.len() >= super::STREAM_128 {
                         super::lined(a, b, 8, |x, y| unsafe { $x(x, y) })
-                    } else if b.len() >= super::STREAM_256 {
+                    } else if b.len() >= super::STREAM_256 || super::store_alias(a, b) {
                         super::lined(a, b, 8, |x, y| unsafe { $y(x, y) })
                     } else {
                         super::k_avx512::<$t, 8, { $op }>(a, b)

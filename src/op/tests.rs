@@ -1680,6 +1680,79 @@ fn wide_integer_ops_across_the_stream_handover() {
 }
 
 #[test]
+fn kernels_with_output_just_past_input_match_baseline() {
+    // At the AVX-512 level, an output that starts a few hundred bytes past an input
+    // modulo 4 KiB is reduced by the 256-bit loops (kernels::store_alias): at offsets
+    // inside and outside that window, the binary kernels and the multi-source folds (the
+    // second source placed so) give the baseline loop's bytes, and the bytes around the
+    // output are untouched.
+    use super::kernels::{kernel_at, multi_kernel, simd_level, SimdLevel};
+    let cases = [
+        (BuiltinOp::Sum, Elem::F64),
+        (BuiltinOp::Max, Elem::F64),
+        (BuiltinOp::Min, Elem::F32),
+        (BuiltinOp::Max, Elem::I64),
+        (BuiltinOp::Prod, Elem::U64),
+        (BuiltinOp::Prod, Elem::I8),
+        (BuiltinOp::Band, Elem::U8),
+    ];
+    let mut next = xorshift(0x6a09_e667_f3bc_c909u64);
+    for len in [1000usize, 4096 + 40, 40000] {
+        for delta in [64, 192, 700, 1000, 4096 - 64] {
+            // inv at a 4 KiB boundary of `store`, the output `delta` bytes past the next
+            // boundary after inv's end (modulo 4 KiB: `delta` bytes past inv)
+            let span = len.div_ceil(4096) * 4096;
+            let mut store = vec![0u8; 2 * span + 3 * 4096];
+            let base = (4096 - store.as_ptr() as usize % 4096) % 4096;
+            let (ri, ro) = (
+                base..base + len,
+                base + span + delta..base + span + delta + len,
+            );
+            let vals: Vec<u8> = (0..2 * len).map(|_| next() as u8).collect();
+            for &(op, elem) in &cases {
+                // (floats finite: which NaN a SUM keeps is not fixed; MAX/MIN take
+                // NaNs in every loop alike, but keep the data plain here)
+                let finite = |v: &[u8]| -> Vec<u8> {
+                    let w = match elem {
+                        Elem::F64 => 8,
+                        Elem::F32 => 4,
+                        _ => return v.to_vec(),
+                    };
+                    let mut v = v.to_vec();
+                    for e in v.chunks_mut(w) {
+                        if e.len() == w {
+                            e[w - 1] &= 0x3f;
+                        }
+                    }
+                    v
+                };
+                let (a, b) = (finite(&vals[..len]), finite(&vals[len..]));
+                let mut want = b.clone();
+                kernel_at(op, elem, SimdLevel::Baseline).unwrap()(&a, &mut want);
+                store.fill(0x5a);
+                store[ri.clone()].copy_from_slice(&a);
+                store[ro.clone()].copy_from_slice(&b);
+                let (head, tail) = store.split_at_mut(ro.start);
+                kernel_at(op, elem, simd_level()).unwrap()(&head[ri.clone()], &mut tail[..len]);
+                let what = format!("{} {elem:?} len {len} delta {delta}", op.name());
+                assert!(store[ro.clone()] == want[..], "{what}");
+                assert!(store[ro.end..].iter().all(|&x| x == 0x5a), "{what}");
+                assert!(store[ri.end..ro.start].iter().all(|&x| x == 0x5a), "{what}");
+                // a fold of two sources (b, then a op b), the second the copy of `a`
+                // in `store`, just before the output modulo 4 KiB
+                let Some(m) = multi_kernel(op, elem) else {
+                    continue;
+                };
+                store[ro.clone()].fill(0x33);
+                let (head, tail) = store.split_at_mut(ro.start);
+                m(&[&b, &head[ri.clone()]], &mut tail[..len]);
+                assert!(store[ro.clone()] == want[..], "multi {what}");
+            }
+        }
+    }
+}
+
+#[test]
 fn kernels_align_their_output_to_a_line() {
     // The vector levels first reduce the elements before inout's first 64-byte line
     // (kernels::line_head): at every offset from a line, with inputs at other offsets,
