@@ -1619,17 +1619,19 @@ mod avx512 {
     /// 512-bit vectors and 11.9-13.5 with 256-bit ones (MAX: 10.5-11.9 against
     /// 11.9-13.6; the mean of 20 interleaved calls, three runs), while AVX2 alone has
     /// no instruction for either. Integers have one representation per value, so the
-    /// instruction's result is `Combine`'s bit for bit.
+    /// instruction's result is `Combine`'s bit for bit. (The first arm: `$f` on four
+    /// vectors of `$w` bytes at a time, then the generic loop on the `$n`-byte elements
+    /// of `$t` left; `prod_8_widened` is one too.)
     macro_rules! wide64 {
-        ($name:ident, $t:ty, $op:expr, $f:ident, $load:ident, $store:ident, $w:expr) => {
-            #[target_feature(enable = "avx2,avx512f,avx512vl,avx512dq")]
+        ($name:ident, $t:ty, $n:expr, $op:expr, $f:ident, $load:ident, $store:ident, $w:expr) => {
+            #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl,avx512dq")]
             fn $name(inv: &[u8], inout: &mut [u8]) {
                 let len = inv.len().min(inout.len());
                 let mut i = 0;
                 while i + 4 * $w <= len {
                     // SAFETY: bytes i..i+4w lie inside both slices (distinct: one is
                     // borrowed mutably); unaligned loads and stores; the CPU has
-                    // AVX-512 F/VL/DQ (see `kernel`).
+                    // AVX-512 F/BW/VL/DQ (see `kernel`).
                     unsafe {
                         let pa = inv.as_ptr().add(i);
                         let pb = inout.as_mut_ptr().add(i);
@@ -1641,20 +1643,21 @@ mod avx512 {
                     }
                     i += 4 * $w;
                 }
-                map2::<$t, 8, { $op }>(&inv[i..], &mut inout[i..]);
+                map2::<$t, $n, { $op }>(&inv[i..], &mut inout[i..]);
             }
         };
         ($y:ident, $x:ident, $t:ty, $op:expr, $f256:ident, $f128:ident) => {
             wide64!(
                 $y,
                 $t,
+                8,
                 $op,
                 $f256,
                 _mm256_loadu_si256,
                 _mm256_storeu_si256,
                 32
             );
-            wide64!($x, $t, $op, $f128, _mm_loadu_si128, _mm_storeu_si128, 16);
+            wide64!($x, $t, 8, $op, $f128, _mm_loadu_si128, _mm_storeu_si128, 16);
         };
     }
     wide64!(
@@ -1706,32 +1709,28 @@ mod avx512 {
         _mm_mullo_epi64
     );
 
-    /// PROD on 8-bit integers, 32 per 256-bit load: each widened to 16 bits (VPMOVZXBW
-    /// into a 512-bit vector), one VPMULLW, and VPMOVWB back to bytes. The low byte of
-    /// the 16-bit product is the wrapped 8-bit product, signed or not. From
-    /// `super::PROD8_WIDEN` bytes to `super::STREAM_128`.
-    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
-    fn prod_8_widened(inv: &[u8], inout: &mut [u8]) {
-        let len = inv.len().min(inout.len());
-        let mut i = 0;
-        while i + 128 <= len {
-            // SAFETY: bytes i..i+128 lie inside both slices (distinct: one is borrowed
-            // mutably); unaligned loads and stores; the CPU has AVX-512 F/BW/VL (see
-            // `kernel`).
-            unsafe {
-                let pa = inv.as_ptr().add(i);
-                let pb = inout.as_mut_ptr().add(i);
-                for o in [0, 32, 64, 96] {
-                    let a = _mm512_cvtepu8_epi16(_mm256_loadu_si256(pa.add(o).cast()));
-                    let b = _mm512_cvtepu8_epi16(_mm256_loadu_si256(pb.add(o).cast_const().cast()));
-                    let p = _mm512_cvtepi16_epi8(_mm512_mullo_epi16(a, b));
-                    _mm256_storeu_si256(pb.add(o).cast(), p);
-                }
-            }
-            i += 128;
-        }
-        map2::<u8, 1, { code::PROD }>(&inv[i..], &mut inout[i..]);
+    /// The wrapped products of 32 bytes: each widened to 16 bits (VPMOVZXBW into a
+    /// 512-bit vector), one VPMULLW, and VPMOVWB back to bytes. The low byte of the
+    /// 16-bit product is the wrapped 8-bit product, signed or not.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    fn mul_8(a: __m256i, b: __m256i) -> __m256i {
+        _mm512_cvtepi16_epi8(_mm512_mullo_epi16(
+            _mm512_cvtepu8_epi16(a),
+            _mm512_cvtepu8_epi16(b),
+        ))
     }
+    // PROD on 8-bit integers, 32 per 256-bit load (`mul_8`), from `super::PROD8_WIDEN`
+    // bytes to `super::STREAM_128`.
+    wide64!(
+        prod_8_widened,
+        u8,
+        1,
+        code::PROD,
+        mul_8,
+        _mm256_loadu_si256,
+        _mm256_storeu_si256,
+        32
+    );
 
     /// From this many bytes on (beyond the second-level cache) the float MAX/MIN
     /// kernels of this level hand over to those of AVX2: on an AMD Zen 4 (MPI_Reduce_local,
