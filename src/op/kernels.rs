@@ -1613,13 +1613,13 @@ mod avx512 {
 
     /// MAX/MIN/PROD on 64-bit integers beyond the caches: the AVX-512VL instructions
     /// (VPMAXSQ, VPMINUQ, VPMULLQ, ...) on 256-bit vectors (`_y`), or from
-    /// `super::STREAM_128` bytes on 128-bit ones (`_x`), four vectors of `$w` bytes at
-    /// a time. The generic loop of this level uses 512-bit vectors, which stream
-    /// memory more slowly on an AMD Zen 4: 64 MiB of PROD took 10.4-11.8 GB/s with
-    /// 512-bit vectors and 11.9-13.5 with 256-bit ones (MAX: 10.5-11.9 against
-    /// 11.9-13.6; the mean of 20 interleaved calls, three runs), while AVX2 alone has
-    /// no instruction for either. Integers have one representation per value, so the
-    /// instruction's result is `Combine`'s bit for bit. (The first arm: `$f` on four
+    /// `super::STREAM_128` bytes on 128-bit ones (`_x`). The generic loop of this
+    /// level uses 512-bit vectors, which stream memory more slowly on an AMD Zen 4: 64
+    /// MiB of PROD took 10.4-11.8 GB/s with 512-bit vectors and 11.9-13.5 with 256-bit
+    /// ones (MAX: 10.5-11.9 against 11.9-13.6; the mean of 20 interleaved calls, three
+    /// runs), while AVX2 alone has no instruction for either. Integers have one
+    /// representation per value, so the instruction's result is `Combine`'s bit for
+    /// bit. (The first arm: `$f` on four
     /// vectors of `$w` bytes at a time, then the generic loop on the `$n`-byte elements
     /// of `$t` left; `prod_8_widened` is one too.)
     macro_rules! wide64 {
