@@ -1539,21 +1539,7 @@ fn vector_levels_beyond_caches_match_baseline() {
         let b: Vec<u8> = (0..len).map(|_| next() as u8).collect();
         for &(op, elem) in &cases {
             // (floats finite: which NaN operand's payload a product keeps is not fixed)
-            let finite = |v: &[u8]| -> Vec<u8> {
-                let w = match elem {
-                    Elem::F64 => 8,
-                    Elem::F32 => 4,
-                    _ => return v.to_vec(),
-                };
-                let mut v = v.to_vec();
-                for e in v.chunks_mut(w) {
-                    if e.len() == w {
-                        e[w - 1] &= 0x3f;
-                    }
-                }
-                v
-            };
-            let (a, b) = (finite(&a), finite(&b));
+            let (a, b) = (finite(elem, &a), finite(elem, &b));
             for off in [0, 8] {
                 let mut want = b[off..].to_vec();
                 kernel_at(op, elem, SimdLevel::Baseline).unwrap()(&a[off..], &mut want);
@@ -1712,21 +1698,7 @@ fn kernels_with_output_just_past_input_match_baseline() {
             for &(op, elem) in &cases {
                 // (floats finite: which NaN a SUM keeps is not fixed; MAX/MIN take
                 // NaNs in every loop alike, but keep the data plain here)
-                let finite = |v: &[u8]| -> Vec<u8> {
-                    let w = match elem {
-                        Elem::F64 => 8,
-                        Elem::F32 => 4,
-                        _ => return v.to_vec(),
-                    };
-                    let mut v = v.to_vec();
-                    for e in v.chunks_mut(w) {
-                        if e.len() == w {
-                            e[w - 1] &= 0x3f;
-                        }
-                    }
-                    v
-                };
-                let (a, b) = (finite(&vals[..len]), finite(&vals[len..]));
+                let (a, b) = (finite(elem, &vals[..len]), finite(elem, &vals[len..]));
                 let mut want = b.clone();
                 kernel_at(op, elem, SimdLevel::Baseline).unwrap()(&a, &mut want);
                 store.fill(0x5a);
@@ -1881,6 +1853,23 @@ fn kernels_align_their_output_to_a_line() {
             }
         }
     }
+}
+
+/// `v` with every F64 or F32 element of `elem` made finite (the top exponent bits
+/// cleared); other kinds as they are.
+fn finite(elem: Elem, v: &[u8]) -> Vec<u8> {
+    let w = match elem {
+        Elem::F64 => 8,
+        Elem::F32 => 4,
+        _ => return v.to_vec(),
+    };
+    let mut v = v.to_vec();
+    for e in v.chunks_mut(w) {
+        if e.len() == w {
+            e[w - 1] &= 0x3f;
+        }
+    }
+    v
 }
 
 /// A xorshift64 generator from `seed` (not zero): the tests' reproducible random words.
