@@ -1614,6 +1614,224 @@ fn float_minmax_across_the_handovers() {
     }
 }
 
+/// `kernel` on `a` and a copy of `b` placed `d` bytes past `a` modulo 4 KiB (the AVX-512
+/// level picks its loops by that distance: see `kernels::store_alias`): the result.
+fn run_placed(kernel: super::kernels::Kernel, a: &[u8], b: &[u8], d: usize) -> Vec<u8> {
+    let mut v = vec![0u8; b.len() + 4096];
+    let off = (a.as_ptr() as usize + d + 4096 - v.as_ptr() as usize % 4096) % 4096;
+    let got = &mut v[off..off + b.len()];
+    got.copy_from_slice(b);
+    kernel(a, got);
+    got.to_vec()
+}
+
+/// Normal floats of `w` bytes (4 or 8) with random signs and exponents over the whole
+/// normal range.
+fn normal_floats(w: usize, len: usize, next: &mut impl FnMut() -> u64) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    for e in v.chunks_exact_mut(w) {
+        let r = next();
+        if w == 8 {
+            let exp = 1 + (r >> 53) % 2046; // 1..=2046
+            let bits = (r & (1 << 63)) | (exp << 52) | (r & ((1 << 52) - 1));
+            e.copy_from_slice(&bits.to_le_bytes());
+        } else {
+            let r = r as u32;
+            let exp = 1 + (r >> 23) % 254; // 1..=254
+            let bits = (r & (1 << 31)) | (exp << 23) | (r & ((1 << 23) - 1));
+            e.copy_from_slice(&bits.to_le_bytes());
+        }
+    }
+    v
+}
+
+/// The thread's MXCSR (the SSE control and status register).
+#[cfg(target_arch = "x86_64")]
+fn mxcsr() -> u32 {
+    let mut x = 0u32;
+    // SAFETY: STMXCSR writes the 4 bytes of `x`, a live local.
+    unsafe { std::arch::asm!("stmxcsr [{}]", in(reg) &mut x, options(nostack)) };
+    x
+}
+
+/// Sets the thread's MXCSR to `x` (a value read from it with some bits changed).
+#[cfg(target_arch = "x86_64")]
+fn set_mxcsr(x: u32) {
+    // SAFETY: LDMXCSR reads the 4 bytes of `x`; callers only change the exception flags,
+    // the denormal modes and the exception masks, never reserved bits.
+    unsafe { std::arch::asm!("ldmxcsr [{}]", in(reg) &x, options(nostack, readonly)) };
+}
+
+/// Puts the thread's MXCSR back as it was when made, also when a test fails.
+#[cfg(target_arch = "x86_64")]
+struct MxcsrGuard(u32);
+#[cfg(target_arch = "x86_64")]
+impl Drop for MxcsrGuard {
+    fn drop(&mut self) {
+        set_mxcsr(self.0);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn float_minmax_one_special_anywhere_and_no_flags() {
+    // The AVX-512 float MAX/MIN take the plain instruction for 256 bytes of `inv` at a
+    // time when none of its four vectors has a NaN, zero or subnormal lane. Normal data
+    // over the whole exponent range gives the baseline's bytes and raises no
+    // floating-point exception flag (the checks compute nothing); one NaN (quiet or
+    // signalling), zero or subnormal in `inv`, at every element position, against the
+    // value that makes the plain instruction wrong there, gives the baseline's bytes too.
+    use super::kernels::{kernel_at, simd_level, SimdLevel};
+    let levels: Vec<SimdLevel> = [SimdLevel::Avx2, SimdLevel::Avx512]
+        .into_iter()
+        .filter(|&l| l <= simd_level())
+        .collect();
+    let _restore = MxcsrGuard(mxcsr());
+    let mut next = xorshift(0xd1b5_4a32_d192_ed03u64);
+    for elem in [Elem::F64, Elem::F32] {
+        let w = if elem == Elem::F64 { 8 } else { 4 };
+        // specials as the top and low bytes of an element: QNaN, SNaN, +0, -0, subnormal
+        let top = |sign: u8, hi: u8| -> Vec<u8> {
+            let mut e = vec![0u8; w];
+            e[w - 1] = sign | 0x7f;
+            e[w - 2] = hi;
+            e[0] = 1;
+            e
+        };
+        let zero = vec![0u8; w];
+        let mut neg_zero = zero.clone();
+        neg_zero[w - 1] = 0x80;
+        let mut subnormal = zero.clone();
+        subnormal[0] = 5;
+        let (qnan, snan) = if w == 8 {
+            (top(0x80, 0xf8), top(0, 0xf0))
+        } else {
+            (top(0x80, 0xc0), top(0, 0x80))
+        };
+        // (special in inv, its partner in inout)
+        let cases = [
+            (qnan.clone(), zero.clone()),
+            (snan, neg_zero.clone()),
+            (zero.clone(), neg_zero.clone()),
+            (neg_zero.clone(), zero.clone()),
+            (subnormal, neg_zero.clone()),
+            (zero.clone(), qnan),
+        ];
+        let len = 1024 + 3 * w;
+        let (a, b) = (
+            normal_floats(w, len, &mut next),
+            normal_floats(w, len, &mut next),
+        );
+        for op in [BuiltinOp::Max, BuiltinOp::Min] {
+            let mut want = b.clone();
+            kernel_at(op, elem, SimdLevel::Baseline).unwrap()(&a, &mut want);
+            for (&l, d) in levels.iter().flat_map(|l| [(l, 2048), (l, 64)]) {
+                set_mxcsr(mxcsr() & !0x3f);
+                let got = run_placed(kernel_at(op, elem, l).unwrap(), &a, &b, d);
+                let flags = mxcsr() & 0x3f;
+                assert!(
+                    got == want,
+                    "{} {elem:?} {l:?} +{d}: normal data",
+                    op.name()
+                );
+                assert_eq!(flags, 0, "{} {elem:?} {l:?} +{d}: flags raised", op.name());
+            }
+            for (x, y) in &cases {
+                for pos in 0..len / w {
+                    let (mut a, mut b) = (a.clone(), b.clone());
+                    a[pos * w..][..w].copy_from_slice(x);
+                    b[pos * w..][..w].copy_from_slice(y);
+                    let mut want = b.clone();
+                    kernel_at(op, elem, SimdLevel::Baseline).unwrap()(&a, &mut want);
+                    for (&l, d) in levels.iter().flat_map(|l| [(l, 2048), (l, 64)]) {
+                        let got = run_placed(kernel_at(op, elem, l).unwrap(), &a, &b, d);
+                        assert!(
+                            got == want,
+                            "{} {elem:?} {l:?} +{d}: {x:02x?} against {y:02x?} at element {pos}",
+                            op.name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn levels_agree_under_denormals_are_zero() {
+    // A program may run with denormals-are-zero and flush-to-zero set (Fortran's
+    // fast-math start-up code sets both): the comparisons then take a subnormal for a
+    // zero, at every level alike, and every level gives the baseline's bytes (a
+    // subnormal operand comes out with its bits, not as a zero), for float MAX/MIN and
+    // for MINLOC/MAXLOC on the pair types of floats, at both placements of inout.
+    use super::kernels::{kernel_at, simd_level, SimdLevel};
+    let levels: Vec<SimdLevel> = [SimdLevel::Avx2, SimdLevel::Avx512]
+        .into_iter()
+        .filter(|&l| l <= simd_level())
+        .collect();
+    let cases = [
+        ("MPI_DOUBLE", BuiltinOp::Max),
+        ("MPI_DOUBLE", BuiltinOp::Min),
+        ("MPI_FLOAT", BuiltinOp::Max),
+        ("MPI_FLOAT", BuiltinOp::Min),
+        ("MPI_DOUBLE_INT", BuiltinOp::Maxloc),
+        ("MPI_DOUBLE_INT", BuiltinOp::Minloc),
+        ("MPI_FLOAT_INT", BuiltinOp::Maxloc),
+        ("MPI_2REAL", BuiltinOp::Minloc),
+        ("MPI_2DOUBLE_PRECISION", BuiltinOp::Maxloc),
+    ];
+    let ht = half_table();
+    let mut r = Rng(0x94d0_49bb_1331_11eb);
+    let _restore = MxcsrGuard(mxcsr());
+    set_mxcsr(mxcsr() | 0x8040); // FTZ | DAZ
+    for (name, op) in cases {
+        let p = PREDEFINED.iter().find(|p| p.name == name).unwrap();
+        let vw = if matches!(name, "MPI_FLOAT" | "MPI_FLOAT_INT" | "MPI_2REAL") {
+            4
+        } else {
+            8
+        };
+        // the float fields of an element: the value, and for 2REAL and
+        // 2DOUBLE_PRECISION the index too
+        let fields: &[usize] = if p.size == 2 * vw { &[0, vw] } else { &[0] };
+        let count = 8192 / p.extent + 3;
+        let data = |r: &mut Rng| -> Vec<u8> {
+            let mut v = gen(p, count, r, &ht);
+            for e in v.chunks_exact_mut(p.extent) {
+                for &f in fields {
+                    if r.below(8) == 0 {
+                        // a subnormal of either sign (or a zero)
+                        e[f + vw - 1] &= 0x80;
+                        e[f + vw - 2] &= if vw == 8 { 0x0f } else { 0x7f };
+                    }
+                }
+            }
+            v
+        };
+        let (a, b) = (data(&mut r), data(&mut r));
+        let mut want = b.clone();
+        kernel_at(op, p.elem, SimdLevel::Baseline).unwrap()(&a, &mut want);
+        for (&l, d) in levels.iter().flat_map(|l| [(l, 2048), (l, 64)]) {
+            let got = run_placed(kernel_at(op, p.elem, l).unwrap(), &a, &b, d);
+            if got != want {
+                let e = p.extent;
+                let i = (0..got.len()).find(|&i| got[i] != want[i]).unwrap() / e * e;
+                panic!(
+                    "{} {name} {l:?} +{d} under DAZ: element {}: inv {:02x?} inout {:02x?}, \
+                     baseline {:02x?}, got {:02x?}",
+                    op.name(),
+                    i / e,
+                    &a[i..i + e],
+                    &b[i..i + e],
+                    &want[i..i + e],
+                    &got[i..i + e]
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn wide_integer_ops_across_the_stream_handover() {
     // At the AVX-512 level, MAX/MIN/PROD on 64-bit integers of STREAM_256 bytes and
