@@ -359,6 +359,10 @@ fn main() -> ExitCode {
                         c
                     };
                     cmd.arg("-o").arg(exe(t)).arg(&t.source);
+                    if !t.fortran {
+                        // (the C math library: fenv.h's functions live there)
+                        cmd.arg("-lm");
+                    }
                     let t0 = Instant::now();
                     let (code, out) = run_limited(cmd, Duration::from_secs(300));
                     if code == Some(0) {
