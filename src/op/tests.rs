@@ -1280,11 +1280,8 @@ fn hand_written_simd_kernels_match_baseline() {
     // ordinary numbers with rare special values); every length 0..67 and some long
     // ones; both buffers at every misalignment 0..8; padding bytes of inout keep their
     // values.
-    use super::kernels::{kernel_at, simd_level, SimdLevel};
-    let levels: Vec<SimdLevel> = [SimdLevel::Avx2, SimdLevel::Avx512]
-        .into_iter()
-        .filter(|&l| simd_level() >= l)
-        .collect();
+    use super::kernels::{kernel_at, SimdLevel};
+    let levels = vector_levels();
     if levels.is_empty() {
         return;
     }
@@ -1509,7 +1506,7 @@ fn vector_levels_beyond_caches_match_baseline() {
     // whichever loop runs, the bytes are those of the baseline loop, on both sides of
     // each threshold and on an odd length past it, from the allocation's start and
     // 8 bytes on (a different head before the first line).
-    use super::kernels::{kernel_at, simd_level, SimdLevel, PROD8_WIDEN, STREAM_128, STREAM_256};
+    use super::kernels::{kernel_at, SimdLevel, PROD8_WIDEN, STREAM_128, STREAM_256};
     let cases = [
         (BuiltinOp::Sum, Elem::F64),
         (BuiltinOp::Prod, Elem::F32),
@@ -1521,10 +1518,7 @@ fn vector_levels_beyond_caches_match_baseline() {
         (BuiltinOp::Bxor, Elem::U8),
         (BuiltinOp::Land, Elem::I16),
     ];
-    let levels: Vec<SimdLevel> = [SimdLevel::Avx2, SimdLevel::Avx512]
-        .into_iter()
-        .filter(|&l| l <= simd_level())
-        .collect();
+    let levels = vector_levels();
     let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
     for len in [
         STREAM_256 - 64,
@@ -1563,11 +1557,8 @@ fn float_minmax_across_the_handovers() {
     // both vector levels those of STREAM_128 bytes and more its 128-bit version: on both
     // sides of each threshold and on odd lengths past it, the bytes are the baseline
     // loop's, with NaNs (random bits), zeros of both signs and subnormals in the data.
-    use super::kernels::{kernel_at, simd_level, SimdLevel, STREAM_128};
-    let levels: Vec<SimdLevel> = [SimdLevel::Avx2, SimdLevel::Avx512]
-        .into_iter()
-        .filter(|&l| l <= simd_level())
-        .collect();
+    use super::kernels::{kernel_at, SimdLevel, STREAM_128};
+    let levels = vector_levels();
     let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
     for len in [
         (1 << 20) - 64,
@@ -1612,6 +1603,15 @@ fn float_minmax_across_the_handovers() {
             }
         }
     }
+}
+
+/// The vector levels this CPU has (AVX2, AVX-512), to test against the baseline.
+fn vector_levels() -> Vec<super::kernels::SimdLevel> {
+    use super::kernels::{simd_level, SimdLevel};
+    [SimdLevel::Avx2, SimdLevel::Avx512]
+        .into_iter()
+        .filter(|&l| l <= simd_level())
+        .collect()
 }
 
 /// `kernel` on `a` and a copy of `b` placed `d` bytes past `a` modulo 4 KiB (the AVX-512
@@ -1681,11 +1681,8 @@ fn float_minmax_one_special_anywhere_and_no_flags() {
     // floating-point exception flag (the checks compute nothing); one NaN (quiet or
     // signalling), zero or subnormal in `inv`, at every element position, against the
     // value that makes the plain instruction wrong there, gives the baseline's bytes too.
-    use super::kernels::{kernel_at, simd_level, SimdLevel};
-    let levels: Vec<SimdLevel> = [SimdLevel::Avx2, SimdLevel::Avx512]
-        .into_iter()
-        .filter(|&l| l <= simd_level())
-        .collect();
+    use super::kernels::{kernel_at, SimdLevel};
+    let levels = vector_levels();
     let _restore = MxcsrGuard(mxcsr());
     let mut next = xorshift(0xd1b5_4a32_d192_ed03u64);
     for elem in [Elem::F64, Elem::F32] {
@@ -1765,11 +1762,8 @@ fn levels_agree_under_denormals_are_zero() {
     // zero, at every level alike, and every level gives the baseline's bytes (a
     // subnormal operand comes out with its bits, not as a zero), for float MAX/MIN and
     // for MINLOC/MAXLOC on the pair types of floats, at both placements of inout.
-    use super::kernels::{kernel_at, simd_level, SimdLevel};
-    let levels: Vec<SimdLevel> = [SimdLevel::Avx2, SimdLevel::Avx512]
-        .into_iter()
-        .filter(|&l| l <= simd_level())
-        .collect();
+    use super::kernels::{kernel_at, SimdLevel};
+    let levels = vector_levels();
     let cases = [
         ("MPI_DOUBLE", BuiltinOp::Max),
         ("MPI_DOUBLE", BuiltinOp::Min),
