@@ -232,11 +232,13 @@ pub struct Chooser {
 
 #[derive(Clone, Copy)]
 struct Class {
-    /// [direct, arena]: nanoseconds per KiB (halfway averages; 0: never measured), and
-    /// when last run.
-    est: [(f64, Option<std::time::Instant>); 2],
+    /// [direct, arena]: nanoseconds per MiB (halfway averages; 0: never measured), and
+    /// when last run. In integers: the library computes no floating point of its own,
+    /// so that a program's floating-point flags and traps meet only its own arithmetic
+    /// (under a trap on inexact results a ratio in `f64` here killed MPI_Allreduce).
+    est: [(u64, Option<std::time::Instant>); 2],
     /// A probe under way: the path (arena?), calls left, fastest so far.
-    probe: Option<(bool, u32, f64)>,
+    probe: Option<(bool, u32, u64)>,
     /// Calls so far (only under `SHMPI_ADAPT_FLIP`).
     calls: u32,
 }
@@ -244,7 +246,7 @@ struct Class {
 /// The chooser of this process (member 0 of a communicator consults it).
 pub static CHOOSER: std::sync::Mutex<Chooser> = std::sync::Mutex::new(Chooser {
     class: [Class {
-        est: [(0.0, None); 2],
+        est: [(0, None); 2],
         probe: None,
         calls: 0,
     }; 6],
@@ -278,12 +280,12 @@ impl Chooser {
         if let Some((arena, _, _)) = c.probe {
             return arena;
         }
-        let kib = total as f64 / 1024.0;
-        let stale = |p: (f64, Option<std::time::Instant>)| match p.1 {
+        let stale = |p: (u64, Option<std::time::Instant>)| match p.1 {
             None => true,
             Some(t) => {
-                let call = std::time::Duration::from_nanos((p.0 * kib) as u64);
-                now.duration_since(t) > Self::PROBE.max(call * 30)
+                let ns = (p.0 as u128 * total as u128) >> 20;
+                let call = std::time::Duration::from_nanos(ns.min(u64::MAX as u128) as u64);
+                now.duration_since(t) > Self::PROBE.max(call.saturating_mul(30))
             }
         };
         let [direct, arena] = c.est;
@@ -295,7 +297,7 @@ impl Chooser {
             None
         };
         if let Some(a) = pick {
-            c.probe = Some((a, Self::BURST, f64::INFINITY));
+            c.probe = Some((a, Self::BURST, u64::MAX));
             return a;
         }
         arena.0 <= direct.0
@@ -314,13 +316,14 @@ impl Chooser {
         if flip_every().is_some() {
             return;
         }
-        let per_kib = took.as_nanos() as f64 * 1024.0 / total.max(1) as f64;
+        let per_mib =
+            ((took.as_nanos() << 20) / total.max(1) as u128).clamp(1, u64::MAX as u128) as u64;
         let c = &mut self.class[Self::class(kind, total)];
         let e = &mut c.est[arena as usize];
         e.1 = Some(now);
         match c.probe {
             Some((a, left, best)) if a == arena => {
-                let best = best.min(per_kib);
+                let best = best.min(per_mib);
                 if left > 1 {
                     c.probe = Some((a, left - 1, best));
                 } else {
@@ -329,10 +332,10 @@ impl Chooser {
                 }
             }
             _ => {
-                e.0 = if e.0 == 0.0 {
-                    per_kib
+                e.0 = if e.0 == 0 {
+                    per_mib
                 } else {
-                    (e.0 + per_kib) / 2.0
+                    e.0 / 2 + per_mib / 2
                 }
             }
         }
