@@ -347,6 +347,12 @@ fn main() -> ExitCode {
                             Command::new(bin.join("mpif90"))
                         };
                         c.args(["-O2", "-Wall"]);
+                        // Module files go next to the program, not into the working
+                        // directory (the source tree), and apart from those of the same
+                        // test built in another mode at the same time.
+                        let mods = exe(t).with_extension("modules");
+                        let _ = std::fs::create_dir_all(&mods);
+                        c.arg("-J").arg(mods);
                         c
                     } else if mpich {
                         // MPICH's header draws warnings of its own: no -Werror.
