@@ -8,9 +8,15 @@
 //! ([`recording`]), the request
 //! keeps those objects alive, and each start looks them up in that record first
 //! ([`replaying`]).
+//!
+//! The array arguments (counts, displacements, datatypes of the v and w forms) are
+//! recorded the same way, as copies: the standard has the program keep them unchanged
+//! for the request's life, but programs (mpi4py among them) pass temporary arrays that
+//! they free once the _init call returns, and MPICH and Open MPI keep copies.
 use crate::comm::Comm;
 use crate::datatype::TypeRef;
 use crate::op::UserOp;
+use std::any::Any;
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -19,6 +25,8 @@ pub enum Pinned {
     Type(i32, TypeRef),
     Comm(i32, Arc<Comm>),
     Op(i32, Arc<UserOp>),
+    /// An array argument: its address and a copy of its elements (a `Vec<T>`).
+    Array(usize, Box<dyn Any + Send + Sync>),
 }
 
 thread_local! {
@@ -95,4 +103,19 @@ pub fn record_comm(h: i32, c: &Arc<Comm>) {
 /// Notes a user operation lookup, while recording.
 pub fn record_op(h: i32, o: &Arc<UserOp>) {
     record(|| Pinned::Op(h, o.clone()))
+}
+
+/// The recorded copy of the `n`-element array argument at `p`, during a replay.
+pub fn replayed_array<T: Copy + Send + Sync + 'static>(p: *const T, n: usize) -> Option<Vec<T>> {
+    replayed(|x| match x {
+        Pinned::Array(at, v) if *at == p as usize => {
+            v.downcast_ref::<Vec<T>>().filter(|v| v.len() == n).cloned()
+        }
+        _ => None,
+    })
+}
+
+/// Notes an array argument (`a`, read from `p`), while recording.
+pub fn record_array<T: Copy + Send + Sync + 'static>(p: *const T, a: &[T]) {
+    record(|| Pinned::Array(p as usize, Box::new(a.to_vec())))
 }

@@ -4,8 +4,13 @@ use crate::abi::*;
 use crate::comm::Comm;
 use crate::error::{err, MpiResult};
 use crate::p2p::UserBuf;
+use std::borrow::Cow;
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
+
+/// An integer argument type of the C bindings: `int`, `MPI_Count`, `MPI_Aint`.
+pub trait CInt: Into<i64> + Copy + Send + Sync + 'static {}
+impl<T: Into<i64> + Copy + Send + Sync + 'static> CInt for T {}
 
 pub const IN_PLACE: *const c_void = -1isize as *const c_void;
 
@@ -32,7 +37,7 @@ pub fn count(c: impl Into<i64>, arg: &str) -> MpiResult<usize> {
 
 /// Every count of `arr` (named `arg` in messages: `arg[i]=-1 is negative`), without
 /// building any message unless one is negative.
-pub fn counts<C: Into<i64> + Copy>(arr: &[C], arg: &str) -> MpiResult<Vec<usize>> {
+pub fn counts<C: CInt>(arr: &[C], arg: &str) -> MpiResult<Vec<usize>> {
     arr.iter()
         .enumerate()
         .map(|(i, &k)| {
@@ -199,6 +204,26 @@ pub fn array<'a, T>(p: *const T, n: usize, arg: &str) -> MpiResult<&'a [T]> {
     }
     // SAFETY: the caller guarantees `n` valid elements at `p`.
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// An array argument of `n` elements that a collective's plan reads (counts,
+/// displacements, datatypes): an _init call records a copy, which each start of the
+/// persistent request reads instead of the program's array (crate::pin).
+pub fn plan_array<'a, T: Copy + Send + Sync + 'static>(
+    p: *const T,
+    n: usize,
+    arg: &str,
+) -> MpiResult<Cow<'a, [T]>> {
+    if n > 0 && !p.is_null() {
+        if let Some(v) = crate::pin::replayed_array(p, n) {
+            return Ok(Cow::Owned(v));
+        }
+    }
+    let a = array(p, n, arg)?;
+    if n > 0 {
+        crate::pin::record_array(p, a);
+    }
+    Ok(Cow::Borrowed(a))
 }
 
 /// A mutable array argument of `n` elements.

@@ -270,7 +270,7 @@ enum Shape<'a, C> {
 /// reduction itself (one rank, 8 bytes: about 1,840 instructions a call through the
 /// plan, 750 here). `None`: some condition does not hold, or an argument is wrong:
 /// nothing has happened, and the full path runs (and reports it).
-fn reduce_now<C: Into<i64> + Copy>(
+fn reduce_now<C: check::CInt>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: C,
@@ -399,7 +399,7 @@ fn counts_hash(counts: impl Iterator<Item = usize>) -> u64 {
     })
 }
 
-fn allreduce_now<C: Into<i64> + Copy>(
+fn allreduce_now<C: check::CInt>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: C,
@@ -410,7 +410,7 @@ fn allreduce_now<C: Into<i64> + Copy>(
     reduce_now(sendbuf, recvbuf, count, datatype, op, Shape::All, comm)
 }
 
-fn reduce_root_now<C: Into<i64> + Copy>(
+fn reduce_root_now<C: check::CInt>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: C,
@@ -430,7 +430,7 @@ fn reduce_root_now<C: Into<i64> + Copy>(
     )
 }
 
-fn reduce_scatter_now<C: Into<i64> + Copy>(
+fn reduce_scatter_now<C: check::CInt>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     recvcounts: *const C,
@@ -452,7 +452,7 @@ fn reduce_scatter_now<C: Into<i64> + Copy>(
     )
 }
 
-fn reduce_scatter_block_now<C: Into<i64> + Copy>(
+fn reduce_scatter_block_now<C: check::CInt>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     recvcount: C,
@@ -471,7 +471,7 @@ fn reduce_scatter_block_now<C: Into<i64> + Copy>(
     )
 }
 
-fn allreduce_plan<C: Into<i64> + Copy>(
+fn allreduce_plan<C: check::CInt>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: C,
@@ -505,7 +505,7 @@ fn allreduce_plan<C: Into<i64> + Copy>(
 coll_entry!(MPI_Allreduce, PMPI_Allreduce, MPI_Iallreduce, PMPI_Iallreduce, MPI_Allreduce_init, PMPI_Allreduce_init, allreduce_plan, comm, now = allreduce_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32));
 
-fn reduce_plan<C: Into<i64> + Copy>(
+fn reduce_plan<C: check::CInt>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: C,
@@ -604,7 +604,7 @@ fn reduce_scatter_counts(
     Ok((c.clone(), reduce_body(c, rd, st, total, part, desc, kind)))
 }
 
-fn reduce_scatter_block_plan<C: Into<i64> + Copy>(
+fn reduce_scatter_block_plan<C: check::CInt>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     recvcount: C,
@@ -625,7 +625,7 @@ fn reduce_scatter_block_plan<C: Into<i64> + Copy>(
 coll_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, MPI_Reduce_scatter_block_init, PMPI_Reduce_scatter_block_init, reduce_scatter_block_plan, comm, now = reduce_scatter_block_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: i32, op: i32, comm: i32));
 
-fn reduce_scatter_plan<C: Into<i64> + Copy>(
+fn reduce_scatter_plan<C: check::CInt>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     recvcounts: *const C,
@@ -635,7 +635,7 @@ fn reduce_scatter_plan<C: Into<i64> + Copy>(
 ) -> Plan {
     let cm = check::comm(comm)?;
     let counts = check::counts(
-        check::array(recvcounts, cm.size(), "recvcounts")?,
+        &check::plan_array(recvcounts, cm.size(), "recvcounts")?,
         "recvcounts",
     )?;
     if cm.is_inter() {
@@ -648,7 +648,7 @@ fn reduce_scatter_plan<C: Into<i64> + Copy>(
 coll_entry!(MPI_Reduce_scatter, PMPI_Reduce_scatter, MPI_Ireduce_scatter, PMPI_Ireduce_scatter, MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init, reduce_scatter_plan, comm, now = reduce_scatter_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: i32, op: i32, comm: i32));
 
-fn scan_plan_impl<C: Into<i64> + Copy>(
+fn scan_plan_impl<C: check::CInt>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: C,
@@ -681,7 +681,7 @@ fn scan_plan_impl<C: Into<i64> + Copy>(
     ))
 }
 
-fn scan_plan<C: Into<i64> + Copy>(
+fn scan_plan<C: check::CInt>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: C,
@@ -693,7 +693,7 @@ fn scan_plan<C: Into<i64> + Copy>(
     scan_plan_impl(sendbuf, recvbuf, count, datatype, op, comm, false)
 }
 
-fn exscan_plan<C: Into<i64> + Copy>(
+fn exscan_plan<C: check::CInt>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: C,

@@ -86,7 +86,7 @@ fn no_alias(
 }
 
 /// The one block a process sends (or receives) in a gather (or scatter).
-fn one_block<C: Into<i64> + Copy>(count: C, dt: i32, what: &str) -> MpiResult<Side> {
+fn one_block<C: check::CInt>(count: C, dt: i32, what: &str) -> MpiResult<Side> {
     let t = check::datatype(dt, &format!("{what}type"))?;
     Ok(Side(vec![(
         check::count(count, &format!("{what}count"))?,
@@ -95,14 +95,14 @@ fn one_block<C: Into<i64> + Copy>(count: C, dt: i32, what: &str) -> MpiResult<Si
     )]))
 }
 
-fn uniform<C: Into<i64> + Copy>(count: C, dt: i32, m: usize, what: &str) -> MpiResult<Side> {
+fn uniform<C: check::CInt>(count: C, dt: i32, m: usize, what: &str) -> MpiResult<Side> {
     let t = check::datatype(dt, &format!("{what}type"))?;
     let n = check::count(count, &format!("{what}count"))?;
     let stride = check::span(&t, n)? as isize;
     Ok(Side((0..m).map(|k| (n, k as isize * stride, t)).collect()))
 }
 
-fn vside<C: Into<i64> + Copy, D: Into<i64> + Copy>(
+fn vside<C: check::CInt, D: check::CInt>(
     counts: *const C,
     displs: *const D,
     dt: i32,
@@ -110,8 +110,8 @@ fn vside<C: Into<i64> + Copy, D: Into<i64> + Copy>(
     what: &str,
 ) -> MpiResult<Side> {
     let t = check::datatype(dt, &format!("{what}type"))?;
-    let c = check::array(counts, m, &format!("{what}counts"))?;
-    let d = check::array(displs, m, "displs")?;
+    let c = check::plan_array(counts, m, &format!("{what}counts"))?;
+    let d = check::plan_array(displs, m, "displs")?;
     (0..m)
         .map(|k| {
             Ok((
@@ -138,16 +138,16 @@ fn disp<D: Into<i64>>(d: D, unit: usize, arg: &str, k: usize) -> MpiResult<isize
         })
 }
 
-fn wside<C: Into<i64> + Copy, D: Into<i64> + Copy>(
+fn wside<C: check::CInt, D: check::CInt>(
     counts: *const C,
     displs: *const D,
     types: *const i32,
     m: usize,
     what: &str,
 ) -> MpiResult<Side> {
-    let c = check::array(counts, m, &format!("{what}counts"))?;
-    let d = check::array(displs, m, &format!("{what}displs"))?;
-    let ty = check::array(types, m, &format!("{what}types"))?;
+    let c = check::plan_array(counts, m, &format!("{what}counts"))?;
+    let d = check::plan_array(displs, m, &format!("{what}displs"))?;
+    let ty = check::plan_array(types, m, &format!("{what}types"))?;
     let dname = format!("{what}displs");
     (0..m)
         .map(|k| {
@@ -189,7 +189,7 @@ fn side_ends(side: &Side, arg: Arg) -> Vec<FlowEnd> {
 
 /// The end of a single (count, datatype) argument pair, or nothing if invalid (the
 /// plan reports that).
-fn one_end<C: Into<i64> + Copy>(count: C, dt: i32, arg: Arg) -> FlowEnd {
+fn one_end<C: check::CInt>(count: C, dt: i32, arg: Arg) -> FlowEnd {
     match (
         check::count(count, "count"),
         check::datatype(dt, "datatype"),
@@ -285,7 +285,7 @@ fn remote(c: &Comm) -> impl Fn(usize) -> usize + '_ {
 
 // ---------------------------------------------------------------- Bcast
 
-fn bcast_plan<C: Into<i64> + Copy>(
+fn bcast_plan<C: check::CInt>(
     buffer: *mut c_void,
     count: C,
     datatype: i32,
@@ -362,7 +362,7 @@ fn bcast_plan<C: Into<i64> + Copy>(
 /// with arguments that pass every check: the engine's broadcast with the descriptor the
 /// full path would publish, without the plan's boxing and staging (as
 /// `coll::reduce_now`). `None`: run the full path, nothing has happened.
-fn bcast_now<C: Into<i64> + Copy>(
+fn bcast_now<C: check::CInt>(
     buffer: *mut c_void,
     count: C,
     datatype: i32,
@@ -436,7 +436,7 @@ pub async fn find_root(ch: &Chan<'_>, me_root: bool) -> MpiResult<usize> {
 // ---------------------------------------------------------------- Gather(v), Allgather(v)
 
 /// Gather-like: `recv` (if this process receives) per peer; `send` this process's piece.
-fn gather_like<C: Into<i64> + Copy>(
+fn gather_like<C: check::CInt>(
     c: &Arc<Comm>,
     sendbuf: *const c_void,
     sendcount: C,
@@ -568,7 +568,7 @@ fn root_recv<F: FnOnce(usize) -> MpiResult<Side>>(
     }
 }
 
-fn gather_plan<C: Into<i64> + Copy>(
+fn gather_plan<C: check::CInt>(
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: i32,
@@ -610,7 +610,7 @@ crate::coll_entry!(MPI_Gather, PMPI_Gather, MPI_Igather, PMPI_Igather, MPI_Gathe
 crate::coll_entry!(MPI_Gather_c, PMPI_Gather_c, MPI_Igather_c, PMPI_Igather_c, MPI_Gather_init_c, PMPI_Gather_init_c, gather_plan, comm,
     (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void, recvcount: i64, recvtype: i32, root: c_int, comm: i32));
 
-fn gatherv_plan<C: Into<i64> + Copy, D: Into<i64> + Copy>(
+fn gatherv_plan<C: check::CInt, D: check::CInt>(
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: i32,
@@ -653,7 +653,7 @@ crate::coll_entry!(MPI_Gatherv, PMPI_Gatherv, MPI_Igatherv, PMPI_Igatherv, MPI_G
 crate::coll_entry!(MPI_Gatherv_c, PMPI_Gatherv_c, MPI_Igatherv_c, PMPI_Igatherv_c, MPI_Gatherv_init_c, PMPI_Gatherv_init_c, gatherv_plan, comm,
     (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: i32, root: c_int, comm: i32));
 
-fn allgather_plan<C: Into<i64> + Copy>(
+fn allgather_plan<C: check::CInt>(
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: i32,
@@ -694,7 +694,7 @@ crate::coll_entry!(MPI_Allgather, PMPI_Allgather, MPI_Iallgather, PMPI_Iallgathe
 crate::coll_entry!(MPI_Allgather_c, PMPI_Allgather_c, MPI_Iallgather_c, PMPI_Iallgather_c, MPI_Allgather_init_c, PMPI_Allgather_init_c, allgather_plan, comm,
     (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void, recvcount: i64, recvtype: i32, comm: i32));
 
-fn allgatherv_plan<C: Into<i64> + Copy, D: Into<i64> + Copy>(
+fn allgatherv_plan<C: check::CInt, D: check::CInt>(
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: i32,
@@ -738,7 +738,7 @@ crate::coll_entry!(MPI_Allgatherv_c, PMPI_Allgatherv_c, MPI_Iallgatherv_c, PMPI_
 
 // ---------------------------------------------------------------- Scatter(v)
 
-fn scatter_like<C: Into<i64> + Copy>(
+fn scatter_like<C: check::CInt>(
     c: &Arc<Comm>,
     sendbuf: *const c_void,
     send: Option<Side>,
@@ -875,7 +875,7 @@ fn root_send<F: FnOnce(usize) -> MpiResult<Side>>(
     root_recv(c, root, make)
 }
 
-fn scatter_plan<C: Into<i64> + Copy>(
+fn scatter_plan<C: check::CInt>(
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: i32,
@@ -908,7 +908,7 @@ crate::coll_entry!(MPI_Scatter, PMPI_Scatter, MPI_Iscatter, PMPI_Iscatter, MPI_S
 crate::coll_entry!(MPI_Scatter_c, PMPI_Scatter_c, MPI_Iscatter_c, PMPI_Iscatter_c, MPI_Scatter_init_c, PMPI_Scatter_init_c, scatter_plan, comm,
     (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void, recvcount: i64, recvtype: i32, root: c_int, comm: i32));
 
-fn scatterv_plan<C: Into<i64> + Copy, D: Into<i64> + Copy>(
+fn scatterv_plan<C: check::CInt, D: check::CInt>(
     sendbuf: *const c_void,
     sendcounts: *const C,
     displs: *const D,
@@ -1035,7 +1035,7 @@ fn alltoall_flows(
     })
 }
 
-fn alltoall_plan<C: Into<i64> + Copy>(
+fn alltoall_plan<C: check::CInt>(
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: i32,
@@ -1066,7 +1066,7 @@ crate::coll_entry!(MPI_Alltoall, PMPI_Alltoall, MPI_Ialltoall, PMPI_Ialltoall, M
 crate::coll_entry!(MPI_Alltoall_c, PMPI_Alltoall_c, MPI_Ialltoall_c, PMPI_Ialltoall_c, MPI_Alltoall_init_c, PMPI_Alltoall_init_c, alltoall_plan, comm,
     (sendbuf: *const c_void, sendcount: i64, sendtype: i32, recvbuf: *mut c_void, recvcount: i64, recvtype: i32, comm: i32));
 
-fn alltoallv_plan<C: Into<i64> + Copy, D: Into<i64> + Copy>(
+fn alltoallv_plan<C: check::CInt, D: check::CInt>(
     sendbuf: *const c_void,
     sendcounts: *const C,
     sdispls: *const D,
@@ -1099,7 +1099,7 @@ crate::coll_entry!(MPI_Alltoallv, PMPI_Alltoallv, MPI_Ialltoallv, PMPI_Ialltoall
 crate::coll_entry!(MPI_Alltoallv_c, PMPI_Alltoallv_c, MPI_Ialltoallv_c, PMPI_Ialltoallv_c, MPI_Alltoallv_init_c, PMPI_Alltoallv_init_c, alltoallv_plan, comm,
     (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtype: i32, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtype: i32, comm: i32));
 
-fn alltoallw_plan<C: Into<i64> + Copy, D: Into<i64> + Copy>(
+fn alltoallw_plan<C: check::CInt, D: check::CInt>(
     sendbuf: *const c_void,
     sendcounts: *const C,
     sdispls: *const D,

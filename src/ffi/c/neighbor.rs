@@ -115,7 +115,7 @@ fn not_in_place(p: *const c_void, arg: &str) -> MpiResult<()> {
 
 /// Blocks of one side where every block has the same count and type, at `stride`
 /// extents apart (0: the same buffer for all).
-fn uniform<C: Into<i64> + Copy>(
+fn uniform<C: check::CInt>(
     base: *const c_void,
     n: usize,
     count: C,
@@ -140,7 +140,7 @@ fn uniform<C: Into<i64> + Copy>(
 }
 
 /// Blocks with their own counts and displacements (in extents of one type).
-fn varying<C: Into<i64> + Copy, D: Into<i64> + Copy>(
+fn varying<C: check::CInt, D: check::CInt>(
     base: *const c_void,
     n: usize,
     counts: *const C,
@@ -150,8 +150,8 @@ fn varying<C: Into<i64> + Copy, D: Into<i64> + Copy>(
     displs_name: &str,
 ) -> MpiResult<Vec<Block>> {
     let t = check::datatype(dt, &format!("{side}type"))?;
-    let counts = check::array(counts, n, &format!("{side}counts"))?;
-    let displs = check::array(displs, n, displs_name)?;
+    let counts = check::plan_array(counts, n, &format!("{side}counts"))?;
+    let displs = check::plan_array(displs, n, displs_name)?;
     (0..n)
         .map(|i| {
             let d: i64 = displs[i].into();
@@ -165,7 +165,7 @@ fn varying<C: Into<i64> + Copy, D: Into<i64> + Copy>(
 }
 
 /// Blocks with their own counts, byte displacements and types (the w form).
-fn typed<C: Into<i64> + Copy>(
+fn typed<C: check::CInt>(
     base: *const c_void,
     n: usize,
     counts: *const C,
@@ -173,9 +173,9 @@ fn typed<C: Into<i64> + Copy>(
     types: *const i32,
     side: &str,
 ) -> MpiResult<Vec<Block>> {
-    let counts = check::array(counts, n, &format!("{side}counts"))?;
-    let displs = check::array(displs, n, &format!("{side}displs"))?;
-    let types = check::array(types, n, &format!("{side}types"))?;
+    let counts = check::plan_array(counts, n, &format!("{side}counts"))?;
+    let displs = check::plan_array(displs, n, &format!("{side}displs"))?;
+    let types = check::plan_array(types, n, &format!("{side}types"))?;
     (0..n)
         .map(|i| {
             Ok(Block {
@@ -332,7 +332,7 @@ fn exchange(
 /// Allgather (`spread` false: one send block for every destination) and alltoall
 /// (`spread` true: send block j for destination j).
 #[allow(clippy::too_many_arguments)]
-fn uniform_exchange<C: Into<i64> + Copy>(
+fn uniform_exchange<C: check::CInt>(
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: i32,
@@ -350,7 +350,7 @@ fn uniform_exchange<C: Into<i64> + Copy>(
     })
 }
 
-fn allgather<C: Into<i64> + Copy>(
+fn allgather<C: check::CInt>(
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: i32,
@@ -364,7 +364,7 @@ fn allgather<C: Into<i64> + Copy>(
     )
 }
 
-fn alltoall<C: Into<i64> + Copy>(
+fn alltoall<C: check::CInt>(
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: i32,
@@ -379,7 +379,7 @@ fn alltoall<C: Into<i64> + Copy>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn allgatherv<C: Into<i64> + Copy, D: Into<i64> + Copy>(
+fn allgatherv<C: check::CInt, D: check::CInt>(
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: i32,
@@ -398,7 +398,7 @@ fn allgatherv<C: Into<i64> + Copy, D: Into<i64> + Copy>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn alltoallv<C: Into<i64> + Copy, D: Into<i64> + Copy>(
+fn alltoallv<C: check::CInt, D: check::CInt>(
     sendbuf: *const c_void,
     sendcounts: *const C,
     sdispls: *const D,
@@ -422,7 +422,7 @@ fn alltoallv<C: Into<i64> + Copy, D: Into<i64> + Copy>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn alltoallw<C: Into<i64> + Copy>(
+fn alltoallw<C: check::CInt>(
     sendbuf: *const c_void,
     sendcounts: *const C,
     sdispls: *const Aint,
