@@ -176,6 +176,34 @@ int main(int argc, char **argv) {
     rc = MPI_Type_set_attr(MPI_DATATYPE_NULL, k1, (void *)1L);
     MPI_Error_class(rc, &cls);
     CHECK(cls == MPI_ERR_TYPE, "MPI_DATATYPE_NULL: class %d", cls);
+    /* Freeing a key again through a copy of its handle: not an error while an object
+     * still has an attribute with it (MPICH and Open MPI agree), an error once none
+     * has; deleting the attribute afterwards still runs its callback. */
+    int kin, kin_copy, kin_saved, kout, kout_copy;
+    MPI_Comm tmp;
+    MPI_Comm_dup(MPI_COMM_SELF, &tmp);
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &kin, NULL);
+    kin_copy = kin_saved = kin;
+    MPI_Comm_set_attr(tmp, kin, (void *)5L);
+    rc = MPI_Comm_free_keyval(&kin);
+    CHECK(rc == MPI_SUCCESS && kin == MPI_KEYVAL_INVALID, "first free of a used key: %d", rc);
+    rc = MPI_Comm_free_keyval(&kin_copy);
+    CHECK(rc == MPI_SUCCESS, "second free of a key still in use: %d", rc);
+    void *got;
+    int found;
+    rc = MPI_Comm_get_attr(tmp, kin_saved, &got, &found);
+    CHECK(rc == MPI_SUCCESS && found && got == (void *)5L, "the attribute of a freed key: %d %d", rc, found);
+    MPI_Comm_free(&tmp);
+    rc = MPI_Comm_free_keyval(&kin_saved);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_KEYVAL, "a third free once no object has the key: class %d", cls);
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &kout, NULL);
+    kout_copy = kout;
+    MPI_Comm_free_keyval(&kout);
+    rc = MPI_Comm_free_keyval(&kout_copy);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_KEYVAL, "a second free of an unused key: class %d", cls);
+
     MPI_Comm_free_keyval(&ckey);
     MPI_Type_free_keyval(&k1);
     MPI_Type_free_keyval(&kdup);

@@ -154,8 +154,19 @@ struct Keyval {
     delete: Option<DeleteFn>,
     extra: usize,
     freed: bool,
+    /// How many objects have an attribute with this key.
+    uses: usize,
     lang: Lang,
     kind: Kind,
+}
+
+/// Counts an attribute of key `h` added to (`true`) or removed from an object.
+fn count_use(h: i32, added: bool) {
+    if let Some(i) = direct_index(h, OBJ_KEYVAL) {
+        if let Some(k) = KEYVALS.write().unwrap().get_mut(i) {
+            k.uses = if added { k.uses + 1 } else { k.uses.saturating_sub(1) };
+        }
+    }
 }
 
 /// Marks `h` as created from Fortran (called by the Fortran bindings right after
@@ -248,6 +259,7 @@ pub fn create_keyval(
         delete,
         extra: extra as usize,
         freed: false,
+        uses: 0,
         lang: Lang::C,
         kind,
     });
@@ -283,8 +295,13 @@ pub fn is_user_keyval(h: i32) -> bool {
 }
 
 /// MPI_Comm_free_keyval / MPI_Type_free_keyval: the key stays usable by the objects
-/// that have it until they delete it.
+/// that have it until they delete it. Freeing it again (through a copy of the handle)
+/// while an object still has it is not an error, as in MPICH and Open MPI: the key
+/// still exists; once no object has it, it is.
 pub fn free_keyval(h: i32, kind: Kind) -> MpiResult<()> {
+    if keyval(h, true, Some(kind)).is_ok_and(|k| k.freed && k.uses > 0) {
+        return Ok(());
+    }
     keyval(h, false, Some(kind))?;
     let i = direct_index(h, OBJ_KEYVAL).unwrap();
     KEYVALS.write().unwrap()[i].freed = true;
@@ -341,8 +358,11 @@ pub fn set<'a>(o: impl Into<Owner<'a>>, key: i32, val: usize) -> MpiResult<()> {
     let o = o.into();
     keyval(key, false, Some(o.kind))?;
     let fortran = from_fortran();
-    if let Some(v) = find(&o, key) {
+    let had = find(&o, key);
+    if let Some(v) = had {
         call_delete(o.handle, key, v)?;
+    } else {
+        count_use(key, true);
     }
     let val = if fortran {
         Value::Fortran(Box::new(val as i64))
@@ -373,6 +393,7 @@ pub fn delete<'a>(o: impl Into<Owner<'a>>, key: i32) -> MpiResult<()> {
         Some(v) => {
             call_delete(o.handle, key, v)?;
             o.attrs.lock().unwrap().retain(|(k, _)| *k != key);
+            count_use(key, false);
             Ok(())
         }
         None => Err(err(
@@ -396,7 +417,10 @@ pub fn delete_all<'a>(o: impl Into<Owner<'a>>) -> MpiResult<()> {
     for (k, v) in all.into_iter().rev() {
         call_delete(o.handle, k, v)?;
     }
-    o.attrs.lock().unwrap().clear();
+    let keys: Vec<i32> = o.attrs.lock().unwrap().drain(..).map(|(k, _)| k).collect();
+    for k in keys {
+        count_use(k, false);
+    }
     Ok(())
 }
 
@@ -417,6 +441,7 @@ pub fn copy_all<'a, 'b>(old: impl Into<Owner<'a>>, new: impl Into<Owner<'b>>) ->
         }
         if flag {
             new.attrs.lock().unwrap().push((key, out));
+            count_use(key, true);
         }
     }
     Ok(())
