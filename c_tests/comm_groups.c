@@ -167,6 +167,31 @@ int main(int argc, char **argv) {
     MPI_Comm_compare(MPI_COMM_WORLD, cc, &res);
     CHECK(res == MPI_CONGRUENT, "split_type shared congruent to world");
     MPI_Comm_free(&cc);
+    /* The hardware types (MPI-4.0): guided by "mpi_hw_resource_type"; the machine
+     * ("mpi_shared_memory") is everyone, MPI_INFO_NULL, no key or a resource shmpi
+     * does not know give MPI_COMM_NULL; unguided finds no level below the machine. */
+    MPI_Info hw;
+    MPI_Info_create(&hw);
+    MPI_Info_set(hw, "mpi_hw_resource_type", "mpi_shared_memory");
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, rank, hw, &cc);
+    CHECK(cc != MPI_COMM_NULL, "hw_guided mpi_shared_memory gave MPI_COMM_NULL");
+    if (cc != MPI_COMM_NULL) {
+        MPI_Comm_compare(MPI_COMM_WORLD, cc, &res);
+        CHECK(res == MPI_CONGRUENT, "hw_guided mpi_shared_memory congruent to world");
+        MPI_Comm_free(&cc);
+    }
+    MPI_Info_set(hw, "mpi_hw_resource_type", "socket");
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, rank, hw, &cc);
+    CHECK(cc == MPI_COMM_NULL, "hw_guided with an unknown resource");
+    MPI_Info_delete(hw, "mpi_hw_resource_type");
+    MPI_Info_set(hw, "shmem_topo", "core");
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, rank, hw, &cc);
+    CHECK(cc == MPI_COMM_NULL, "hw_guided without the key");
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, rank, MPI_INFO_NULL, &cc);
+    CHECK(cc == MPI_COMM_NULL, "hw_guided with MPI_INFO_NULL");
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_UNGUIDED, rank, MPI_INFO_NULL, &cc);
+    CHECK(cc == MPI_COMM_NULL, "hw_unguided");
+    MPI_Info_free(&hw);
     MPI_Group_free(&world); MPI_Group_free(&evens); MPI_Group_free(&odds);
     MPI_Group_free(&in); MPI_Group_free(&g2);
     CHECK(world == MPI_GROUP_NULL, "group free sets MPI_GROUP_NULL");

@@ -183,11 +183,24 @@ mpi_entry!(MPI_Comm_split_type, PMPI_Comm_split_type, (comm: i32, split_type: c_
     if newcomm.is_null() {
         return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
     }
-    // Every rank shares this machine's memory: one colour for MPI_COMM_TYPE_SHARED (and
-    // the hardware-guided types, whose finest common level here is the machine).
+    // Every rank shares this machine's memory: one colour for MPI_COMM_TYPE_SHARED.
+    // MPI_COMM_TYPE_HW_GUIDED splits by the resource its info names (key
+    // "mpi_hw_resource_type"); the one resource shmpi knows is "mpi_shared_memory" (the
+    // machine), and any other, a missing key or MPI_INFO_NULL give MPI_COMM_NULL
+    // (MPI-4.0 7.4.2). MPI_COMM_TYPE_HW_UNGUIDED wants a strict subset of the group by
+    // some hardware level; ranks are not bound to cores or sockets, so there is none
+    // below the machine: MPI_COMM_NULL.
     let color = match split_type {
-        MPI_UNDEFINED => MPI_UNDEFINED,
-        MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_HW_UNGUIDED => 0,
+        MPI_UNDEFINED | MPI_COMM_TYPE_HW_UNGUIDED => MPI_UNDEFINED,
+        MPI_COMM_TYPE_SHARED => 0,
+        MPI_COMM_TYPE_HW_GUIDED => {
+            let resource = super::info::value(info, "mpi_hw_resource_type", "info")?;
+            if resource.as_deref() == Some("mpi_shared_memory") {
+                0
+            } else {
+                MPI_UNDEFINED
+            }
+        }
         t => return Err(err(MPI_ERR_ARG, format!("split_type={t} is not a known split type"))),
     };
     put_comm(newcomm, create::split(&c, color, key)?)
