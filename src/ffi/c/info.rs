@@ -1,6 +1,7 @@
 //! Info objects: ordered (key, value) string pairs, for the info arguments of
 //! communicator constructors and persistent collectives. MPI_INFO_ENV is a built-in,
-//! empty, read-only object.
+//! empty, read-only object. As MPI-4.0 allows (and MPICH does), the MPI_Info functions
+//! work at any time, before MPI_Init and after MPI_Finalize too.
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::ffi::check;
@@ -105,12 +106,10 @@ fn writable(h: i32, arg: &str) -> MpiResult<usize> {
 }
 
 mpi_entry!(MPI_Info_create, PMPI_Info_create, (info: *mut i32), errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
     check::out(info, new_info(Vec::new()), "info")
 });
 
 mpi_entry!(MPI_Info_set, PMPI_Info_set, (info: i32, key: *const c_char, value: *const c_char), errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
     let i = writable(info, "info")?;
     let k = string(key, "key", MPI_MAX_INFO_KEY - 1, MPI_ERR_INFO_KEY)?;
     let v = string(value, "value", MPI_MAX_INFO_VAL - 1, MPI_ERR_INFO_VALUE)?;
@@ -124,7 +123,6 @@ mpi_entry!(MPI_Info_set, PMPI_Info_set, (info: i32, key: *const c_char, value: *
 });
 
 mpi_entry!(MPI_Info_delete, PMPI_Info_delete, (info: i32, key: *const c_char), errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
     let i = writable(info, "info")?;
     let k = string(key, "key", MPI_MAX_INFO_KEY - 1, MPI_ERR_INFO_KEY)?;
     let mut t = INFOS.lock().unwrap();
@@ -138,7 +136,6 @@ mpi_entry!(MPI_Info_delete, PMPI_Info_delete, (info: i32, key: *const c_char), e
 });
 
 mpi_entry!(MPI_Info_get, PMPI_Info_get, (info: i32, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int), errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
     let k = string(key, "key", MPI_MAX_INFO_KEY - 1, MPI_ERR_INFO_KEY)?;
     let n = check::count(valuelen, "valuelen")?;
     match entries(info, "info")?.into_iter().find(|(kk, _)| *kk == k) {
@@ -152,7 +149,6 @@ mpi_entry!(MPI_Info_get, PMPI_Info_get, (info: i32, key: *const c_char, valuelen
 });
 
 mpi_entry!(MPI_Info_get_valuelen, PMPI_Info_get_valuelen, (info: i32, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int), errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
     let k = string(key, "key", MPI_MAX_INFO_KEY - 1, MPI_ERR_INFO_KEY)?;
     match entries(info, "info")?.into_iter().find(|(kk, _)| *kk == k) {
         Some((_, v)) => {
@@ -166,7 +162,6 @@ mpi_entry!(MPI_Info_get_valuelen, PMPI_Info_get_valuelen, (info: i32, key: *cons
 // MPI-4: the value and its length in one call; *buflen is the buffer's size in, the
 // value's length plus its NUL out; a buffer of 0 bytes is not written.
 mpi_entry!(MPI_Info_get_string, PMPI_Info_get_string, (info: i32, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int), errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
     let k = string(key, "key", MPI_MAX_INFO_KEY - 1, MPI_ERR_INFO_KEY)?;
     let cap = check::count(check::inp(buflen, "buflen")?, "buflen")?;
     match entries(info, "info")?.into_iter().find(|(kk, _)| *kk == k) {
@@ -182,12 +177,10 @@ mpi_entry!(MPI_Info_get_string, PMPI_Info_get_string, (info: i32, key: *const c_
 });
 
 mpi_entry!(MPI_Info_get_nkeys, PMPI_Info_get_nkeys, (info: i32, nkeys: *mut c_int), errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
     check::out(nkeys, entries(info, "info")?.len() as c_int, "nkeys")
 });
 
 mpi_entry!(MPI_Info_get_nthkey, PMPI_Info_get_nthkey, (info: i32, n: c_int, key: *mut c_char), errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
     let e = entries(info, "info")?;
     if n < 0 || n as usize >= e.len() {
         return Err(err(MPI_ERR_ARG, format!("n={n} is not below the number of keys ({})", e.len())));
@@ -196,13 +189,11 @@ mpi_entry!(MPI_Info_get_nthkey, PMPI_Info_get_nthkey, (info: i32, n: c_int, key:
 });
 
 mpi_entry!(MPI_Info_dup, PMPI_Info_dup, (info: i32, newinfo: *mut i32), errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
     let e = entries(info, "info")?;
     check::out(newinfo, new_info(e), "newinfo")
 });
 
 mpi_entry!(MPI_Info_free, PMPI_Info_free, (info: *mut i32), errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
     let h = check::inp(info, "info")?;
     let i = writable(h, "info")?;
     INFOS.lock().unwrap()[i] = None;

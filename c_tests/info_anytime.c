@@ -1,0 +1,50 @@
+/* The MPI_Info functions work at any time (MPI-4.0; MPICH allows it): an info object
+ * created and filled before MPI_Init keeps its entries through MPI_Init and
+ * MPI_Finalize, and can be read, duplicated and freed after MPI_Finalize. */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            failures++;                                                     \
+            fprintf(stderr, "FAIL line %d: ", __LINE__);                    \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fprintf(stderr, "\n");                                          \
+        }                                                                   \
+    } while (0)
+
+int main(int argc, char **argv) {
+    MPI_Info info, dup;
+    int flag = 0, n = 0, len = 0;
+    char v[32] = "";
+    CHECK(MPI_Info_create(&info) == MPI_SUCCESS, "MPI_Info_create before MPI_Init");
+    CHECK(MPI_Info_set(info, "first", "before") == MPI_SUCCESS, "MPI_Info_set before MPI_Init");
+    MPI_Info_get_valuelen(info, "first", &len, &flag);
+    CHECK(flag && len == 6, "valuelen before MPI_Init: %d %d", flag, len);
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Info_get(info, "first", sizeof v - 1, v, &flag);
+    CHECK(flag && strcmp(v, "before") == 0, "the entry set before MPI_Init: %d '%s'", flag, v);
+    MPI_Info_set(info, "second", "during");
+    MPI_Finalize();
+    CHECK(MPI_Info_dup(info, &dup) == MPI_SUCCESS, "MPI_Info_dup after MPI_Finalize");
+    MPI_Info_get_nkeys(dup, &n);
+    CHECK(n == 2, "nkeys after MPI_Finalize: %d", n);
+    char key[MPI_MAX_INFO_KEY];
+    MPI_Info_get_nthkey(dup, 1, key);
+    MPI_Info_get(dup, key, sizeof v - 1, v, &flag);
+    CHECK(strcmp(key, "second") == 0 && flag && strcmp(v, "during") == 0,
+          "entry 1 after MPI_Finalize: '%s' %d '%s'", key, flag, v);
+    MPI_Info_delete(dup, "first");
+    MPI_Info_get_nkeys(dup, &n);
+    CHECK(n == 1, "nkeys after delete: %d", n);
+    MPI_Info_free(&info);
+    MPI_Info_free(&dup);
+    CHECK(info == MPI_INFO_NULL && dup == MPI_INFO_NULL, "MPI_Info_free after MPI_Finalize");
+    if (!failures) printf("info_anytime: rank %d ok\n", rank);
+    return failures != 0;
+}
