@@ -57,6 +57,19 @@ program finfo
   if (flag) stop 2
   call MPI_INFO_FREE(info, ierr)
   if (info /= MPI_INFO_NULL) stop 3
+  ! MPI_INFO_CREATE_ENV: a copy of MPI_INFO_ENV, whose "maxprocs" is the world's size.
+  call MPI_INFO_CREATE_ENV(info, ierr)
+  if (ierr /= MPI_SUCCESS) stop 10
+  call MPI_INFO_GET(info, 'maxprocs', 32, v, flag, ierr)
+  call MPI_COMM_SIZE(MPI_COMM_WORLD, n, ierr)
+  read (v, *) buflen
+  if (.not. flag .or. buflen /= n) then
+    print *, 'FAIL create_env maxprocs', flag, '[', trim(v), ']', n
+    stop 11
+  end if
+  call MPI_INFO_GET(MPI_INFO_ENV, 'maxprocs', 32, v, flag, ierr)
+  if (.not. flag) stop 12
+  call MPI_INFO_FREE(info, ierr)
   print *, 'info ok'
   call MPI_FINALIZE(ierr)
 end program

@@ -94,6 +94,8 @@ mod c {
         pub fn shmpi_cart_ndims(comm: c_int) -> c_int;
         pub fn PMPI_Wtime() -> c_double;
         pub fn PMPI_Wtick() -> c_double;
+        pub fn PMPI_Info_create_env(argc: c_int, argv: *mut *mut c_char, info: *mut c_int)
+            -> c_int;
     }
 }
 
@@ -1186,4 +1188,11 @@ pub unsafe fn sizeof(size: *mut Fint, ierror: *mut Fint, bytes: Fint) {
         unsafe { *size = bytes };
     }
     rt::set_ierror(ierror, crate::abi::MPI_SUCCESS);
+}
+
+/// MPI_INFO_CREATE_ENV(INFO, IERROR): the C call without argc and argv.
+pub unsafe fn info_create_env(info: *mut Fint, ierror: *mut Fint) {
+    // SAFETY: INFO is the caller's INTEGER; the C function accepts 0 and NULL.
+    let rc = rt::guard(|| unsafe { c::PMPI_Info_create_env(0, std::ptr::null_mut(), info) });
+    rt::set_ierror(ierror, rc);
 }

@@ -164,7 +164,11 @@ struct Keyval {
 fn count_use(h: i32, added: bool) {
     if let Some(i) = direct_index(h, OBJ_KEYVAL) {
         if let Some(k) = KEYVALS.write().unwrap().get_mut(i) {
-            k.uses = if added { k.uses + 1 } else { k.uses.saturating_sub(1) };
+            k.uses = if added {
+                k.uses + 1
+            } else {
+                k.uses.saturating_sub(1)
+            };
         }
     }
 }

@@ -49,7 +49,7 @@ pub fn entries_of(h: i32, arg: &str) -> MpiResult<Vec<(String, String)>> {
 
 fn entries(h: i32, arg: &str) -> MpiResult<Vec<(String, String)>> {
     Ok(match index(h, arg)? {
-        None => Vec::new(),
+        None => env_entries(),
         Some(i) => INFOS.lock().unwrap()[i].clone().unwrap_or_default(),
     })
 }
@@ -107,6 +107,43 @@ fn writable(h: i32, arg: &str) -> MpiResult<usize> {
 
 mpi_entry!(MPI_Info_create, PMPI_Info_create, (info: *mut i32), errcomm = MPI_COMM_WORLD, {
     check::out(info, new_info(Vec::new()), "info")
+});
+
+/// What MPI_INFO_ENV holds (MPI-3.1 10.5.6; the keys MPI_Comm_spawn takes): "command"
+/// and "argv" (the program and its arguments, from /proc/self/cmdline, as mpiexec
+/// started it), "maxprocs" (the size of the MPI_COMM_WORLD mpiexec started, 1 without
+/// it) and "wdir" (the working directory at the first call). The same before MPI_Init,
+/// in between and after MPI_Finalize.
+fn env_entries() -> Entries {
+    static ENV: std::sync::OnceLock<Entries> = std::sync::OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut args = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
+        let mut e = Vec::new();
+        if let Some(cmd) = args.next() {
+            e.push(("command".to_string(), cmd));
+        }
+        let rest: Vec<String> = args.collect();
+        if !rest.is_empty() {
+            e.push(("argv".to_string(), rest.join(" ")));
+        }
+        let procs = std::env::var("SHMPI_SIZE")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(1);
+        e.push(("maxprocs".to_string(), procs.to_string()));
+        if let Ok(d) = std::env::current_dir() {
+            e.push(("wdir".to_string(), d.to_string_lossy().into_owned()));
+        }
+        e
+    })
+    .clone()
+}
+
+// MPI_Info_create_env (MPI-4.0): a new info object with MPI_INFO_ENV's entries; argc
+// and argv may be 0 and NULL (the entries come from the process itself).
+mpi_entry!(MPI_Info_create_env, PMPI_Info_create_env, (argc: c_int, argv: *mut *mut c_char, info: *mut i32), errcomm = MPI_COMM_WORLD, {
+    let _ = (argc, argv);
+    check::out(info, new_info(env_entries()), "info")
 });
 
 mpi_entry!(MPI_Info_set, PMPI_Info_set, (info: i32, key: *const c_char, value: *const c_char), errcomm = MPI_COMM_WORLD, {
