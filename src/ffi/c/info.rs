@@ -1,6 +1,6 @@
 //! Info objects: ordered (key, value) string pairs, for the info arguments of
 //! communicator constructors and persistent collectives. MPI_INFO_ENV is a built-in,
-//! empty, read-only object. As MPI-4.0 allows (and MPICH does), the MPI_Info functions
+//! read-only object (see `env_entries`). As MPI-4.0 allows (and MPICH does), the MPI_Info functions
 //! work at any time, before MPI_Init and after MPI_Finalize too.
 use crate::abi::*;
 use crate::error::{err, MpiResult};
