@@ -111,6 +111,9 @@ fn mpi_f90() -> String {
             "    subroutine MPI_SIZEOF_{sfx}(x, size, ierror)\n      {ty}, intent(in) :: x(..)\n      integer, intent(out) :: size, ierror\n    end subroutine\n"
         ));
     }
+    // (Character, beyond the standard's numeric types, as MPICH has it: the size of one
+    // element is its length, which gfortran passes as a hidden argument.)
+    s.push_str("    subroutine MPI_SIZEOF_ch(x, size, ierror)\n      character(len=*), intent(in) :: x(..)\n      integer, intent(out) :: size, ierror\n    end subroutine\n");
     s.push_str("  end interface\nend module mpi\n");
     s
 }
@@ -123,6 +126,7 @@ fn sizeof_exports() -> String {
             "#[no_mangle]\npub unsafe extern \"C\" fn mpi_sizeof_{sfx}_(_x: *const c_void, size: *mut Fint, ierror: *mut Fint) {{\n    // SAFETY: SIZE and IERROR are the caller's INTEGERs.\n    unsafe {{ custom::sizeof(size, ierror, {bytes}) }}\n}}\n"
         ));
     }
+    o.push_str("#[no_mangle]\npub unsafe extern \"C\" fn mpi_sizeof_ch_(_x: *const c_void, size: *mut Fint, ierror: *mut Fint, len: usize) {\n    // SAFETY: SIZE and IERROR are the caller's INTEGERs.\n    unsafe { custom::sizeof(size, ierror, Fint::try_from(len).unwrap_or(Fint::MAX)) }\n}\n");
     o
 }
 

@@ -400,5 +400,16 @@ contains
       end if
     end do
     call expect(k == 0, 'mpi_sizeof')
+    ! Character (as MPICH has it): one element's length, MPI_CHARACTER's size for len 1.
+    block
+      character :: ch1, ch1v(6)
+      character(len=5) :: ch5v(2, 3)
+      integer :: s1, s1v, s5, sch
+      call MPI_SIZEOF(ch1, s1, ie)
+      call MPI_SIZEOF(ch1v, s1v, ie)
+      call MPI_SIZEOF(ch5v, s5, ie)
+      call MPI_TYPE_SIZE(MPI_CHARACTER, sch, ie)
+      call expect(s1 == sch .and. s1v == sch .and. s5 == 5, 'mpi_sizeof character')
+    end block
   end subroutine sizeof_checks
 end program datatypes
