@@ -78,6 +78,75 @@ int main(int argc, char **argv) {
         for (int k = 0; k < 3; k++) CHECK(bc[k] == it * 100 + k, "persistent Bcast %d", it);
         for (int j = 0; j < size; j++) CHECK(a2a_r[j] == it * 1000 + j * 10 + rank, "persistent Alltoall %d", it);
     }
+    /* Persistent collectives are matched by the order of their _init calls and may be
+     * started in any order, a different one on each process (MPI-4.0 6.13): three
+     * requests started in a rank- and round-dependent order, and a blocking Allreduce
+     * on the same communicator before or after the starts. */
+    {
+        int bval = -1, bsum = 0, one = 1, asum = 0;
+        double mx = -1, mine = 0;
+        MPI_Request o[3];
+        MPI_Bcast_init(&bval, 1, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &o[0]);
+        MPI_Allreduce_init(&one, &asum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &o[1]);
+        MPI_Reduce_init(&mine, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &o[2]);
+        static const int orders[6][3] = {{0, 1, 2}, {2, 1, 0}, {1, 0, 2}, {2, 0, 1}, {0, 2, 1}, {1, 2, 0}};
+        for (int round = 0; round < 12; round++) {
+            const int *ord = orders[(rank * 5 + round) % 6];
+            bval = rank == 0 ? 1000 + round : -1;
+            mine = rank * 3.0 + round;
+            asum = mx = -1;
+            int blocking_first = (rank + round) % 2;
+            if (blocking_first) MPI_Allreduce(&one, &bsum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            for (int k = 0; k < 3; k++) MPI_Start(&o[ord[k]]);
+            if (!blocking_first) MPI_Allreduce(&one, &bsum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Waitall(3, o, MPI_STATUSES_IGNORE);
+            CHECK(bval == 1000 + round, "round %d: Bcast gave %d", round, bval);
+            CHECK(asum == size && bsum == size, "round %d: Allreduce gave %d, blocking %d", round, asum, bsum);
+            if (rank == 0) CHECK(mx == (size - 1) * 3.0 + round, "round %d: Reduce gave %g", round, mx);
+        }
+        for (int k = 0; k < 3; k++) MPI_Request_free(&o[k]);
+    }
+    /* The same for neighbourhood collectives on a periodic ring: two requests started
+     * in opposite orders on even and odd ranks. */
+    if (size >= 3) {
+        MPI_Comm ring;
+        int dims[1] = {size}, periods[1] = {1};
+        MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
+        int a = 0, b = 0, ga[2], gb[2];
+        MPI_Request nq[2];
+        MPI_Neighbor_allgather_init(&a, 1, MPI_INT, ga, 1, MPI_INT, ring, MPI_INFO_NULL, &nq[0]);
+        MPI_Neighbor_allgather_init(&b, 1, MPI_INT, gb, 1, MPI_INT, ring, MPI_INFO_NULL, &nq[1]);
+        int left = (rank + size - 1) % size, right = (rank + 1) % size;
+        for (int round = 0; round < 4; round++) {
+            a = 100 * round + rank;
+            b = -(100 * round + rank);
+            ga[0] = ga[1] = gb[0] = gb[1] = 7;
+            int first = (rank + round) % 2;
+            MPI_Start(&nq[first]);
+            MPI_Start(&nq[1 - first]);
+            MPI_Waitall(2, nq, MPI_STATUSES_IGNORE);
+            CHECK(ga[0] == 100 * round + left && ga[1] == 100 * round + right &&
+                      gb[0] == -(100 * round + left) && gb[1] == -(100 * round + right),
+                  "round %d: neighbour allgathers gave %d %d and %d %d", round, ga[0], ga[1], gb[0], gb[1]);
+        }
+        MPI_Request_free(&nq[0]);
+        MPI_Request_free(&nq[1]);
+        MPI_Comm_free(&ring);
+    }
+    /* Many more requests over the program's life than there are communicator contexts
+     * (each request's own one goes with it). */
+    for (int i = 0; i < 2500; i++) {
+        int v = i + rank, s = 0;
+        MPI_Request t;
+        MPI_Allreduce_init(&v, &s, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &t);
+        MPI_Start(&t);
+        MPI_Wait(&t, MPI_STATUS_IGNORE);
+        MPI_Request_free(&t);
+        if (s != size * i + size * (size - 1) / 2) {
+            CHECK(0, "request %d: sum %d", i, s);
+            break;
+        }
+    }
     /* Rules: starting an active request, freeing an active one -> MPI_ERR_REQUEST. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int rc, cls;

@@ -182,6 +182,28 @@ pub async fn dup_in_turn(parent: &Arc<Comm>, t: u64) -> MpiResult<Arc<Comm>> {
     Ok(c)
 }
 
+/// A duplicate of `parent` for the library's own use, the context of a persistent
+/// collective request (ffi/c/persist.rs `OwnContext`): the same group (or groups),
+/// topology and argument-check hint, a new context, and no attributes (no copy
+/// callback runs). Collective over `parent`, in its turn.
+pub fn context_dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
+    let t = crate::coll::ticket(parent);
+    crate::coll::block_on(async {
+        let c = if parent.is_inter() {
+            super::inter::split_in_turn(parent, t, 0, parent.rank as i32).await?
+        } else {
+            split_in_turn(parent, t, 0, parent.rank as i32).await?
+        }
+        .expect("colour 0");
+        *c.topo.write().unwrap() = parent.topo.read().unwrap().clone();
+        c.check_args.store(
+            parent.check_args.load(std::sync::atomic::Ordering::Relaxed),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Ok(c)
+    })
+}
+
 /// Copies the attributes into a new duplicate `c`, then agrees with the other members of
 /// `c` on the outcome (one step on its channel): if a copy callback failed on any
 /// member, every member frees the duplicate again (the delete callbacks undo the copies

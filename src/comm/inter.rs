@@ -189,7 +189,7 @@ pub fn split(inter: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<Co
 
 /// MPI_Comm_split of an intercommunicator once the collective ticket `t` (taken at the
 /// call) is served.
-async fn split_in_turn(
+pub(super) async fn split_in_turn(
     inter: &Arc<Comm>,
     t: u64,
     color: i32,

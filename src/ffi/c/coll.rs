@@ -89,15 +89,16 @@ pub fn start_plan_id(name: &'static str, p: Plan) -> MpiResult<usize> {
 /// MPI_Start.
 pub fn init_plan(
     name: &'static str,
+    comm: i32,
     info: i32,
-    make: Box<dyn Fn() -> Plan + Send>,
+    make: Box<dyn Fn(i32) -> Plan + Send>,
     request: *mut i32,
 ) -> MpiResult<()> {
     if request.is_null() {
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
     super::info::check_arg(info, "info")?;
-    let h = super::persist::create(name, make)?;
+    let h = super::persist::create(name, comm, make)?;
     check::out(request, h, "request")
 }
 
@@ -128,14 +129,20 @@ macro_rules! coll_entry {
         });
         $crate::mpi_entry!($init, $pinit, ($($a: $t,)* info: i32, request: *mut i32), errcomm = $ec, {
             let args = $crate::ffi::c::persist::Captured(($($a,)*));
-            let make = move || {
+            let make = move |on: i32| {
                 // Bind the wrapper as a whole, so the closure captures it (not the raw
                 // tuple inside) and stays Send.
                 let whole = &args;
                 let ($($a,)*) = whole.0;
+                // (the communicator to plan on: the program's at the _init call, the
+                // request's own context at every start)
+                let $ec = {
+                    let _ = $ec;
+                    on
+                };
                 $plan($($a),*)
             };
-            $crate::ffi::c::coll::init_plan(stringify!($init), info, Box::new(make), request)
+            $crate::ffi::c::coll::init_plan(stringify!($init), $ec, info, Box::new(make), request)
         });
     };
 }

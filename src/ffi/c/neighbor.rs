@@ -268,7 +268,8 @@ fn start(name: &'static str, x: Exchange, request: *mut i32) -> MpiResult<()> {
 /// communicator the first call looked up (crate::pin), whatever the program freed since.
 fn init(
     name: &'static str,
-    make: impl Fn() -> MpiResult<Exchange> + Send + Sync + 'static,
+    make: impl Fn(i32) -> MpiResult<Exchange> + Send + Sync + 'static,
+    comm: i32,
     info: i32,
     request: *mut i32,
 ) -> MpiResult<()> {
@@ -276,11 +277,15 @@ fn init(
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
     crate::ffi::c::info::check_arg(info, "info")?;
-    let (first, pins) = crate::pin::recording(&make);
+    let (first, pins) = crate::pin::recording(|| make(comm));
     drop(first?);
+    // Every start runs on the request's own context (persist.rs `OwnContext`).
+    let own = crate::ffi::c::persist::OwnContext::new(comm)?;
     let pins = Arc::new(pins);
-    let starter: crate::ffi::c::persist::Starter =
-        Arc::new(move || crate::pin::replaying(&pins, || start_id(name, make()?)));
+    let starter: crate::ffi::c::persist::Starter = Arc::new(move || {
+        let on = own.handle();
+        crate::pin::replaying(&pins, || start_id(name, make(on)?))
+    });
     let h = crate::ffi::c::persist::create_started(name, starter)?;
     check::out(request, h, "request")
 }
@@ -457,10 +462,10 @@ macro_rules! neighbor_entries {
         });
         mpi_entry!($init, $pinit, ($($a: $t),*, comm: i32, info: i32, request: *mut i32), errcomm = comm, {
             let args = crate::ffi::c::persist::Captured(($($a,)*));
-            init(stringify!($init), move || {
+            init(stringify!($init), move |on: i32| {
                 let ($($a,)*) = args.get();
-                $form($($a),*, comm)
-            }, info, request)
+                $form($($a),*, on)
+            }, comm, info, request)
         });
     };
 }

@@ -86,18 +86,64 @@ fn index(h: i32) -> Option<usize> {
         .map(|i| i - PERSIST_BASE)
 }
 
-/// Creates a persistent collective request; `make` plans one run (validated once now:
-/// argument errors are reported by the _init call itself).
+/// The context of a persistent collective request: a duplicate of its communicator
+/// made by the _init call (which MPI-4.0 makes non-local), freed with the request.
+/// Persistent collectives are matched by the order of their _init calls, and "can be
+/// started in any order and the order can differ among processes" (MPI-4.0 6.13):
+/// each runs on a context of its own, so two of them started in different orders on
+/// different processes, or one started between blocking collectives on the
+/// communicator, cannot meet each other's steps.
+pub struct OwnContext {
+    parent: Arc<crate::comm::Comm>,
+    own: Arc<crate::comm::Comm>,
+}
+
+impl OwnContext {
+    /// Duplicates communicator `comm` (collective over it).
+    pub fn new(comm: i32) -> MpiResult<OwnContext> {
+        let parent = crate::comm::get(comm)?;
+        let own = crate::comm::create::context_dup(&parent)?;
+        Ok(OwnContext { parent, own })
+    }
+
+    /// The handle to plan a start on; errors raised there go to the error handler the
+    /// program's communicator has now.
+    pub fn handle(&self) -> i32 {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.own
+            .errhandler
+            .store(self.parent.errhandler.load(Relaxed), Relaxed);
+        self.own.handle
+    }
+}
+
+impl Drop for OwnContext {
+    fn drop(&mut self) {
+        // (no attributes, so no callback can fail)
+        let _ = crate::comm::create::free(self.own.handle);
+    }
+}
+
+/// Creates a persistent collective request on communicator `comm`; `make(c)` plans one
+/// run on communicator handle `c` (validated once now on `comm`: argument errors are
+/// reported by the _init call itself; every start runs on the request's
+/// [`OwnContext`]).
 /// The derived datatypes, communicators and user operations the first plan looked up
 /// stay what they were for every start, and alive while the request exists, whatever
 /// the program frees or creates meanwhile (crate::pin).
-pub fn create(name: &'static str, make: Box<dyn Fn() -> Plan + Send>) -> MpiResult<i32> {
-    let (plan, pins) = crate::pin::recording(&make);
+pub fn create(
+    name: &'static str,
+    comm: i32,
+    make: Box<dyn Fn(i32) -> Plan + Send>,
+) -> MpiResult<i32> {
+    let (plan, pins) = crate::pin::recording(|| make(comm));
     drop(plan?);
+    let own = OwnContext::new(comm)?;
     let pins = Arc::new(pins);
     let make = Mutex::new(make);
     let start: Starter = Arc::new(move || {
-        let plan = crate::pin::replaying(&pins, || (make.lock().unwrap())());
+        let h = own.handle();
+        let plan = crate::pin::replaying(&pins, || (make.lock().unwrap())(h));
         super::coll::start_plan_id(name, plan)
     });
     insert(name, start, false)
@@ -224,6 +270,9 @@ pub fn free(h: i32) -> MpiResult<Option<usize>> {
         ));
     }
     let active = p.active;
-    t[i] = None;
+    let gone = t[i].take();
+    drop(t);
+    // (outside the table's lock: dropping the request frees its own context)
+    drop(gone);
     Ok(active)
 }
