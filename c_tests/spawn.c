@@ -93,6 +93,10 @@ static void child(int argc, char **argv, MPI_Comm parent) {
     int test_flag;
     MPI_Comm_test_inter(parent, &test_flag);
     CHECK(test_flag, "parent is not an intercommunicator");
+    char pname[MPI_MAX_OBJECT_NAME];
+    int plen = -1;
+    MPI_Comm_get_name(parent, pname, &plen);
+    CHECK(plen == 15 && !strcmp(pname, "MPI_COMM_PARENT"), "the parent's name is '%s'", pname);
     if (!strcmp(kind, "single")) {
         CHECK(wsize == 2, "spawned world size %d", wsize);
         CHECK(argc == 5 && !strcmp(argv[3], "with space") && !strcmp(argv[4], ""),

@@ -385,7 +385,8 @@ pub fn init_parent(ctx: usize, parents: Vec<usize>) -> MpiResult<()> {
         world.rank,
         Some(parents),
         j.size,
-        "",
+        // (its default name, MPI-3.1 6.8)
+        "MPI_COMM_PARENT",
     );
     let c = register(c);
     PARENT.store(c.handle, Ordering::Relaxed);
