@@ -88,9 +88,9 @@ fn index(h: i32) -> Option<usize> {
 
 /// The context of a persistent collective request: a duplicate of its communicator
 /// made by the _init call (which MPI-4.0 makes non-local), freed with the request.
-/// Persistent collectives are matched by the order of their _init calls, and "can be
-/// started in any order and the order can differ among processes" (MPI-4.0 6.13):
-/// each runs on a context of its own, so two of them started in different orders on
+/// Persistent collectives are matched by the order of their _init calls; MPI-4.0 (6.13)
+/// lets them be started in any order, which may differ from process to process. Each
+/// runs on a context of its own, so two of them started in different orders on
 /// different processes, or one started between blocking collectives on the
 /// communicator, cannot meet each other's steps.
 pub struct OwnContext {
