@@ -1,7 +1,7 @@
 //! Info objects: ordered (key, value) string pairs, for the info arguments of
 //! communicator constructors and persistent collectives. MPI_INFO_ENV is a built-in,
-//! read-only object (see `env_entries`). As MPI-4.0 allows (and MPICH does), the MPI_Info functions
-//! work at any time, before MPI_Init and after MPI_Finalize too.
+//! read-only object (see `env_entries`). As MPI-4.0 allows (and MPICH does), the
+//! MPI_Info functions work at any time, before MPI_Init and after MPI_Finalize too.
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::ffi::check;
@@ -110,8 +110,7 @@ mpi_entry!(MPI_Info_create, PMPI_Info_create, (info: *mut i32), errcomm = MPI_CO
 });
 
 /// What MPI_INFO_ENV holds (MPI-3.1 10.5.6; the keys MPI_Comm_spawn takes): "command"
-/// and "argv" (the program and its arguments, from /proc/self/cmdline, as mpiexec
-/// started it), "maxprocs" (the size of the MPI_COMM_WORLD mpiexec started, 1 without
+/// and "argv" (the program and its arguments, as mpiexec started it), "maxprocs" (the size of the MPI_COMM_WORLD mpiexec started, 1 without
 /// it) and "wdir" (the working directory at the first call). The same before MPI_Init,
 /// in between and after MPI_Finalize.
 fn env_entries() -> Entries {
