@@ -91,14 +91,14 @@ pub fn init_plan(
     name: &'static str,
     comm: i32,
     info: i32,
-    make: Box<dyn Fn(i32) -> Plan + Send>,
+    make: impl Fn(i32) -> Plan + Send + Sync + 'static,
     request: *mut i32,
 ) -> MpiResult<()> {
     if request.is_null() {
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
     super::info::check_arg(info, "info")?;
-    let h = super::persist::create(name, comm, make)?;
+    let h = super::persist::create(name, comm, make, move |p| start_plan_id(name, Ok(p)))?;
     check::out(request, h, "request")
 }
 
@@ -142,7 +142,7 @@ macro_rules! coll_entry {
                 };
                 $plan($($a),*)
             };
-            $crate::ffi::c::coll::init_plan(stringify!($init), $ec, info, Box::new(make), request)
+            $crate::ffi::c::coll::init_plan(stringify!($init), $ec, info, make, request)
         });
     };
 }

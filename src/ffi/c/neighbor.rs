@@ -277,16 +277,7 @@ fn init(
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
     crate::ffi::c::info::check_arg(info, "info")?;
-    let (first, pins) = crate::pin::recording(|| make(comm));
-    drop(first?);
-    // Every start runs on the request's own context (persist.rs `OwnContext`).
-    let own = crate::ffi::c::persist::OwnContext::new(comm)?;
-    let pins = Arc::new(pins);
-    let starter: crate::ffi::c::persist::Starter = Arc::new(move || {
-        let on = own.handle();
-        crate::pin::replaying(&pins, || start_id(name, make(on)?))
-    });
-    let h = crate::ffi::c::persist::create_started(name, starter)?;
+    let h = crate::ffi::c::persist::create(name, comm, make, move |x| start_id(name, x))?;
     check::out(request, h, "request")
 }
 

@@ -6,7 +6,6 @@
 //! MPI_REQUEST_NULL in Wait/Test but keeps its handle; MPI_Request_free releases it when
 //! inactive (and, for point-to-point, also when active: it is released once the
 //! operation completes, as for any request).
-use super::coll::Plan;
 use crate::abi::*;
 use crate::error::{err, MpiError, MpiResult};
 use std::sync::{Arc, Mutex};
@@ -124,35 +123,28 @@ impl Drop for OwnContext {
     }
 }
 
-/// Creates a persistent collective request on communicator `comm`; `make(c)` plans one
-/// run on communicator handle `c` (validated once now on `comm`: argument errors are
-/// reported by the _init call itself; every start runs on the request's
-/// [`OwnContext`]).
-/// The derived datatypes, communicators and user operations the first plan looked up
-/// stay what they were for every start, and alive while the request exists, whatever
-/// the program frees or creates meanwhile (crate::pin).
-pub fn create(
+/// Creates a persistent collective request on communicator `comm`: `make(c)` plans one
+/// run on communicator handle `c`, `start` starts a plan and returns its engine
+/// request. The plan is made once now on `comm` (argument errors are reported by the
+/// _init call itself) and at every start on the request's [`OwnContext`]. The derived
+/// datatypes, communicators, user operations and arrays the first plan looked up stay
+/// what they were for every start, and alive while the request exists, whatever the
+/// program frees or creates meanwhile (crate::pin).
+pub fn create<T>(
     name: &'static str,
     comm: i32,
-    make: Box<dyn Fn(i32) -> Plan + Send>,
+    make: impl Fn(i32) -> MpiResult<T> + Send + Sync + 'static,
+    start: impl Fn(T) -> MpiResult<usize> + Send + Sync + 'static,
 ) -> MpiResult<i32> {
-    let (plan, pins) = crate::pin::recording(|| make(comm));
-    drop(plan?);
+    let (first, pins) = crate::pin::recording(|| make(comm));
+    drop(first?);
     let own = OwnContext::new(comm)?;
     let pins = Arc::new(pins);
-    let make = Mutex::new(make);
-    let start: Starter = Arc::new(move || {
-        let h = own.handle();
-        let plan = crate::pin::replaying(&pins, || (make.lock().unwrap())(h));
-        super::coll::start_plan_id(name, plan)
+    let starter: Starter = Arc::new(move || {
+        let on = own.handle();
+        start(crate::pin::replaying(&pins, || make(on))?)
     });
-    insert(name, start, false)
-}
-
-/// Creates a persistent request (not point-to-point) whose every start calls `start`
-/// (its arguments were checked by the caller).
-pub fn create_started(name: &'static str, start: Starter) -> MpiResult<i32> {
-    insert(name, start, false)
+    insert(name, starter, false)
 }
 
 /// Creates a persistent point-to-point request whose every start calls `start` (its
