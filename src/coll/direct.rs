@@ -160,6 +160,15 @@ fn min_bytes() -> Option<usize> {
     })
 }
 
+/// Whether a point-to-point message of `len` bytes that goes by rendezvous offers its
+/// receiver to read it straight from the sender's memory (p2p/mod.rs `F_RTS_DIRECT`):
+/// unless `SHMPI_DIRECT` is off, from `SHMPI_DIRECT_MIN` bytes on (by default above the
+/// eager limit `eager`: a synchronous send of a short message keeps to the pipe), if
+/// this process is readable. The receiver falls back to the pipe if it cannot read.
+pub fn p2p_wanted(len: usize, eager: usize) -> bool {
+    mode() != Mode::Off && len >= min_bytes().unwrap_or(eager + 1) && peer::usable()
+}
+
 /// Whether a reduction of `total` bytes over `n` members tries the direct path: the
 /// same answer at every member (it depends on the call, job-wide knobs and machine
 /// facts only). The size limits are where the direct path measured faster than the

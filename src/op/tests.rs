@@ -1336,8 +1336,21 @@ fn hand_written_simd_kernels_match_baseline() {
                             e[p.size..].fill(0xA5);
                         }
                     }
-                    // with a probability of 1/4 make inv equal to inout (all ties)
-                    let mut a = if r.below(4) == 0 { b.clone() } else { a };
+                    // with a probability of 1/4 make inv equal to inout (all ties), and
+                    // of 1/4 equal but for a few elements (blocks where one lane changes)
+                    let mut a = match r.below(4) {
+                        0 => b.clone(),
+                        1 => {
+                            let mut c = b.clone();
+                            for _ in 0..1 + count / 16 {
+                                let e = r.below(count.max(1) as u64) as usize * p.extent;
+                                let n = p.size.min(c.len().saturating_sub(e));
+                                c[e..e + n].copy_from_slice(&a[e..e + n]);
+                            }
+                            c
+                        }
+                        _ => a,
+                    };
                     if p.extent != p.size {
                         // inv's padding differs from inout's: it must not be copied
                         for e in a.chunks_mut(p.extent) {
