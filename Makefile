@@ -3,7 +3,7 @@ PREFIX ?= $(CURDIR)/build
 CARGO  ?= cargo
 LIB     = target/release/libshmpi.so
 
-.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree clean install-tree install-fortran fuzz sanitize
+.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p clean install-tree install-fortran fuzz sanitize
 
 all: build
 
@@ -86,6 +86,11 @@ bench: deps build
 # with SHMPI_CHECK_ARGS=1 and =0 (about 2 minutes; see agree_bench() in bench/run.py).
 bench-agree: build
 	python3 bench/run.py --agree
+
+# Point-to-point ping-pong and exchange, 8 B to 16 MiB at np 2 and 4, shmpi vs MPICH vs
+# Open MPI (about 5 minutes; see p2p_bench() in bench/run.py; bench/p2p_results.md).
+bench-p2p: deps build
+	python3 bench/run.py --p2p
 
 # Overlap of MPI_Iallreduce with computation, shmpi vs MPICH vs Open MPI (np 2 and 4).
 bench-overlap: deps build

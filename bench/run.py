@@ -747,10 +747,80 @@ def agree_bench():
                   f"{100 * (e - 1):+.1f}% (whole runs); the budget is 5%.")
 
 
+def p2p_bench():
+    """Point-to-point (bench/p2pbench.c): ping-pong and MPI_Sendrecv exchange between
+    pairs of ranks, 8 B to 16 MiB, at np 2 and 4 (BENCH_NP to change), shmpi, MPICH
+    and Open MPI. BENCH_P2P_ROUNDS (5) rounds, the three implementations back to back
+    in a rotating order in each; a cell is the median over the rounds of each run's
+    fastest batch. No phase probe (see main): the rounds are what evens out the
+    machine's phases. Writes bench/p2p_results.md."""
+    rounds = int(os.environ.get("BENCH_P2P_ROUNDS", "5"))
+    nps = [int(x) for x in os.environ.get("BENCH_NP", "2 4").split()]
+    os.makedirs(BUILD, exist_ok=True)
+    exes = {}
+    for impl in IMPLS:
+        exes[impl] = os.path.join(BUILD, f"p2pbench.{impl}")
+        cmd = CC[impl] + ["-std=c99", "-D_POSIX_C_SOURCE=200809L", "-O2", "-Wall",
+                          "-Wextra", "-Werror", "-o", exes[impl],
+                          os.path.join(BENCH, "p2pbench.c")]
+        log("build: " + " ".join(cmd))
+        subprocess.run(cmd, check=True)
+    start = datetime.datetime.now(datetime.timezone.utc)
+    t0 = time.time()
+    load0 = os.getloadavg()[0]
+    best = {}  # (impl, np, mode, bytes) -> [fastest batch of each run]
+    for np_ in nps:
+        for rnd in range(rounds):
+            order = IMPLS[rnd % 3:] + IMPLS[:rnd % 3]
+            for impl in order:
+                log(f"p2p: np {np_}, round {rnd + 1}/{rounds}, {NICE[impl]}")
+                out, status = run(launcher(impl, np_) + [exes[impl], "-l", impl],
+                                  ENV[impl], 300)
+                if status != "ok":
+                    log(f"  {impl} np {np_}: {status}")
+                for line in out.splitlines():
+                    f = line.split()
+                    if len(f) == 7 and f[0] == "P2P":
+                        key = (impl, int(f[2]), f[3], int(f[4]))
+                        best.setdefault(key, []).append(float(f[5]))
+    load1 = os.getloadavg()[0]
+    lines = [f"Point-to-point, `make bench-p2p` ({start:%Y-%m-%d %H:%M} UTC, "
+             f"{time.time() - t0:.0f} s, load {load0:.2f}/{load1:.2f} on "
+             f"{os.cpu_count()} CPUs): µs per message one way (ping-pong) and per "
+             f"MPI_Sendrecv (exchange), every pair of ranks at once; median over "
+             f"{rounds} runs of each run's fastest batch. Ratios shmpi/other "
+             f"(below 1: shmpi faster).", ""]
+    sizes = sorted({k[3] for k in best})
+    wins = total = 0
+    for np_ in nps:
+        for mode in ("pingpong", "exchange"):
+            lines.append(f"**np {np_}, {mode}**")
+            lines.append("")
+            lines.append("| size | shmpi | MPICH | Open MPI | s/MPICH | s/OMPI |")
+            lines.append("|---|---|---|---|---|---|")
+            for b in sizes:
+                v = {i: best.get((i, np_, mode, b)) for i in IMPLS}
+                m = {i: (median(x) if x else None) for i, x in v.items()}
+                rs = [ratio(m["shmpi"], m[o]) for o in ("mpich", "openmpi")]
+                if m["shmpi"] is not None and all(m[o] is not None for o in ("mpich", "openmpi")):
+                    total += 1
+                    wins += all(m["shmpi"] <= m[o] for o in ("mpich", "openmpi"))
+                lines.append(f"| {human(b)} | {fmt(m['shmpi'])} | {fmt(m['mpich'])} | "
+                             f"{fmt(m['openmpi'])} | {rs[0]} | {rs[1]} |")
+            lines.append("")
+    lines.append(f"shmpi at least as fast as both in {wins} of {total} cells.")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(OUTDIR, "p2p_results.md"), "w") as f:
+        f.write(text)
+    print(text)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--plot-only"]:
         plot_only()
     elif sys.argv[1:] == ["--agree"]:
         agree_bench()
+    elif sys.argv[1:] == ["--p2p"]:
+        p2p_bench()
     else:
         main()

@@ -266,7 +266,12 @@ impl<'a> Backoff<'a> {
             return;
         }
         let waited = start.elapsed();
-        if BUSY_UNTIL.get().is_some_and(|t| Instant::now() < t) {
+        if let Some(until) = BUSY_UNTIL.get() {
+            if Instant::now() >= until {
+                BUSY_UNTIL.set(None);
+            }
+        }
+        if BUSY_UNTIL.get().is_some() {
             if self.policy.oversubscribed {
                 // SAFETY: sched_yield has no preconditions.
                 unsafe {
