@@ -2,20 +2,25 @@
 //!
 //! Every ordered pair of ranks (src, dst) has a single-producer single-consumer ring of
 //! frames. A message of at most `eager_max` bytes travels inline in one frame (eager).
-//! A larger one sends a request-to-send frame; when the receiver matches it, it writes
-//! the message id into the pair's bulk pipe (clear-to-send) and the sender streams the
-//! bytes through the pipe's two segments, so large messages are pipelined and nothing
-//! is buffered without bound. Ssend always uses the rendezvous so that it completes only
-//! once matched. Frames of one pair are consumed in order, which gives MPI's
-//! non-overtaking rule.
+//! A larger one sends a request-to-send frame. If the sender's memory may be read by
+//! other processes, that frame carries the message's address (`F_RTS_DIRECT`), and the
+//! receiver, once it matched it, reads the bytes straight into its buffer
+//! (`process_vm_readv`, at the end of a progress pass: `Engine::read_due`) and answers
+//! `F_READ`, which completes the send. Otherwise, or if that read fails, the receiver
+//! writes the message id into the pair's bulk pipe (clear-to-send) and the sender
+//! streams the bytes through the pipe's two segments, so large messages are pipelined
+//! and nothing is buffered without bound. Ssend always uses the rendezvous so that it
+//! completes only once matched. Frames of one pair are consumed in order, which gives
+//! MPI's non-overtaking rule.
 //!
 //! A matched probe (MPI_Mprobe) takes an unexpected message off the matching queue into
 //! a request-table entry of its own; a rendezvous message gets its clear-to-send only when
 //! MPI_Mrecv receives it, so its sender waits, while other messages of the pair, which
 //! are announced one at a time in match order, keep using the pipe.
 //!
-//! Cost: eager = 2 copies (user -> ring -> user), one hand-off; rendezvous = 2 copies,
-//! one hand-off per pipe segment.
+//! Cost: eager = 2 copies (user -> ring -> user), one hand-off; direct rendezvous = 1
+//! copy, two hand-offs (the request and the answer); pipe rendezvous = 2 copies, one
+//! hand-off per pipe segment.
 pub mod buf;
 
 use crate::abi::*;
@@ -532,18 +537,22 @@ impl Engine {
                 };
                 self.reads.push(id);
             }
-            Payload::Rdv { msg_id, .. } => {
-                r.stage = RecvStage::Streaming {
-                    src,
-                    len,
-                    got: 0,
-                    msg_id,
-                    cts_sent: false,
-                };
-                self.rdv_recvs[src].push_back(id);
-                self.advance_rdv_recv(a, src);
-            }
+            Payload::Rdv { msg_id, .. } => self.start_pipe(a, id, src, len, msg_id),
         }
+    }
+
+    /// Receive `id` takes rendezvous message `msg_id` of `len` bytes from `src` through
+    /// the pair's pipe: its clear-to-send goes out when the receives before it are done.
+    fn start_pipe(&mut self, a: &Arena, id: usize, src: usize, len: usize, msg_id: u64) {
+        self.recv_of(id).stage = RecvStage::Streaming {
+            src,
+            len,
+            got: 0,
+            msg_id,
+            cts_sent: false,
+        };
+        self.rdv_recvs[src].push_back(id);
+        self.advance_rdv_recv(a, src);
     }
 
     /// Reads the messages of the receives in [`RecvStage::Reading`] straight from their
@@ -573,15 +582,7 @@ impl Engine {
                 };
                 self.control.push_back((src, done));
             } else {
-                r.stage = RecvStage::Streaming {
-                    src,
-                    len,
-                    got: 0,
-                    msg_id,
-                    cts_sent: false,
-                };
-                self.rdv_recvs[src].push_back(id);
-                self.advance_rdv_recv(a, src);
+                self.start_pipe(a, id, src, len, msg_id);
             }
         }
         self.flush_control(a, me);
@@ -888,6 +889,12 @@ impl Engine {
         let Some(id) = found else { return };
         self.rdv_sends.retain(|&x| x != id);
         self.queued[dst].retain(|&x| x != id);
+        self.end_send(id);
+    }
+
+    /// Marks send `id` done and complete, and gives back its part of the attached
+    /// buffer (an MPI_Bsend's).
+    fn end_send(&mut self, id: usize) {
         let ReqKind::Send(s) = &mut self.req(id).kind else {
             unreachable!()
         };
@@ -1001,13 +1008,7 @@ impl Engine {
     /// Completes rendezvous send `id` (taken off `rdv_sends`), all of whose bytes the
     /// receiver has.
     fn finish_rdv_send(&mut self, id: usize) {
-        let ReqKind::Send(s) = &mut self.req(id).kind else {
-            unreachable!()
-        };
-        s.stage = SendStage::Done;
-        let bs = std::mem::take(&mut s.bsend_bytes);
-        self.bsend_used -= bs;
-        self.req(id).complete = true;
+        self.end_send(id);
         // A cancellation that came too late: its answer finds nothing.
         self.cancelling.retain(|&x| x != id);
     }
