@@ -298,6 +298,9 @@ fn ring_model(weak: Weak) {
     let m = Arc::new(Mem::new(&[ring.head, ring.tail], &[pb, cb], ring.cap, weak));
     let m2 = m.clone();
     let producer = loom::thread::spawn(move || {
+        // the producer's last look at the tail, kept from push to push, as the
+        // point-to-point engine keeps it (`Ring::push_seen`)
+        let mut tail_seen = 0;
         for (k, &inline) in INLINE.iter().enumerate() {
             let f = Frame {
                 kind: 1,
@@ -308,10 +311,11 @@ fn ring_model(weak: Weak) {
                 id: k as u64,
             };
             m2.wait_until(pb, || {
-                ring.push(&*m2, f, inline, |at| {
+                let fill = |at| {
                     let p: Vec<u8> = (0..inline).map(|i| payload(k, i)).collect();
                     m2.put(at, &p);
-                })
+                };
+                ring.push_seen(&*m2, f, inline, fill, &mut tail_seen)
             });
             m2.wake(&[cb]);
         }

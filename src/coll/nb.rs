@@ -9,6 +9,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
 
@@ -20,6 +21,9 @@ struct Pending {
 }
 
 static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
+/// How many entries `PENDING` has (kept with it, under its lock): `poll_all` returns at
+/// once when none, without taking the lock (every look of every wait calls it).
+static PENDING_COUNT: AtomicUsize = AtomicUsize::new(0);
 /// Errors of completed nonblocking collectives, until their request is waited for.
 static ERRORS: Mutex<Option<HashMap<ReqId, MpiError>>> = Mutex::new(None);
 
@@ -30,23 +34,24 @@ thread_local! {
 /// Starts a nonblocking collective: registers its request and polls it once.
 pub fn start(comm: &std::sync::Arc<crate::comm::Comm>, fut: CollFuture) -> MpiResult<ReqId> {
     let id = crate::p2p::coll_request(comm)?;
-    PENDING
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(Pending { id, fut: Some(fut) });
+    {
+        let mut t = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        t.push(Pending { id, fut: Some(fut) });
+        PENDING_COUNT.store(t.len(), Ordering::Release);
+    }
     poll_all();
     Ok(id)
 }
 
 /// Whether any nonblocking collective is outstanding.
 pub fn any_pending() -> bool {
-    !PENDING.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    PENDING_COUNT.load(Ordering::Acquire) != 0
 }
 
 /// Polls every outstanding nonblocking collective once, in issue order. Futures are
 /// taken out of the table while polled (a user operation they call may call MPI).
 pub fn poll_all() {
-    if POLLING.with(|p| p.replace(true)) {
+    if PENDING_COUNT.load(Ordering::Acquire) == 0 || POLLING.with(|p| p.replace(true)) {
         return;
     }
     let taken: Vec<(ReqId, CollFuture)> = {
@@ -77,6 +82,7 @@ pub fn poll_all() {
             }
         }
         t.retain(|p| !done.iter().any(|(id, _)| *id == p.id));
+        PENDING_COUNT.store(t.len(), Ordering::Release);
     }
     for (id, r) in done {
         if let Err(e) = &r {

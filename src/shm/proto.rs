@@ -176,20 +176,38 @@ impl Ring {
     pub fn push<S: Shared + ?Sized>(
         &self,
         s: &S,
+        f: Frame,
+        inline: usize,
+        fill: impl FnOnce(usize),
+    ) -> bool {
+        self.push_seen(s, f, inline, fill, &mut 0)
+    }
+
+    /// As [`Ring::push`], with `tail_seen`, the producer's last look at the consumer's
+    /// `tail` (0 at first): the shared word is read again only when that look leaves no
+    /// room. `tail` only grows, so an old look never overstates the room, and most
+    /// pushes then skip a read of a line the consumer writes (a cache miss each on the
+    /// sender's path of a ping-pong).
+    pub fn push_seen<S: Shared + ?Sized>(
+        &self,
+        s: &S,
         mut f: Frame,
         inline: usize,
         fill: impl FnOnce(usize),
+        tail_seen: &mut usize,
     ) -> bool {
         // Every frame is a multiple of the header size, so the space left before the end
         // of the ring always holds a whole (padding) header.
         let need = (FRAME_HDR + inline).div_ceil(FRAME_HDR) * FRAME_HDR;
         let mut head = s.w64(self.head).load(Ordering::Relaxed) as usize;
-        let tail = s.w64(self.tail).load(Ordering::Acquire) as usize;
         let pos = head % self.cap;
         let contig = self.cap - pos;
         let pad = if need > contig { contig } else { 0 };
-        if head + pad + need - tail > self.cap {
-            return false;
+        if head + pad + need - *tail_seen > self.cap {
+            *tail_seen = s.w64(self.tail).load(Ordering::Acquire) as usize;
+            if head + pad + need - *tail_seen > self.cap {
+                return false;
+            }
         }
         if pad > 0 {
             let p = Frame {
