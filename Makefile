@@ -88,7 +88,7 @@ bench-agree: build
 	python3 bench/run.py --agree
 
 # Point-to-point ping-pong and exchange, 8 B to 16 MiB at np 2 and 4, shmpi vs MPICH vs
-# Open MPI (about 5 minutes; see p2p_bench() in bench/run.py; bench/p2p_results.md).
+# Open MPI (a few minutes; see p2p_bench() in bench/run.py; bench/p2p_results.md).
 bench-p2p: deps build
 	python3 bench/run.py --p2p
 
