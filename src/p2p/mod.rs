@@ -970,8 +970,10 @@ impl Engine {
                     break;
                 }
                 if kind == F_RTS_DIRECT {
-                    // (the receiver's copy runs at 10-17 GB/s here)
-                    let ns = 20_000 + len as u64 / 4;
+                    // (the receiver's copy runs at 10-17 GB/s here; beyond 5 ms, what a
+                    // wake-up costs no longer counts, and a receiver that is late does
+                    // not keep this rank spinning for long)
+                    let ns = (20_000 + len as u64 / 4).min(5_000_000);
                     crate::shm::wait::expect_peer_busy(std::time::Duration::from_nanos(ns));
                 }
                 self.queued[dst].pop_front();
