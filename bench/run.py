@@ -18,6 +18,8 @@ start runs without waiting for the near phase.
 `bench/run.py --plot-only` redraws latency.png from an existing results.csv.
 `bench/run.py --agree` (make bench-agree) measures what the collective argument
 agreement check costs: see agree_bench().
+`bench/run.py --p2p` (make bench-p2p) measures point-to-point ping-pong and exchange
+(bench/p2pbench.c; BENCH_NP, BENCH_P2P_ROUNDS): see p2p_bench().
 """
 import datetime
 import os
