@@ -201,6 +201,11 @@ fn blocking_send(
     mode: Mode,
 ) -> MpiResult<()> {
     let a = send_args(buf, count, dt, dest, tag, comm)?;
+    if matches!(mode, Mode::Standard | Mode::Ready)
+        && p2p::send_now(&a.comm, &a.data, a.dest, a.tag)?
+    {
+        return Ok(());
+    }
     let id = start_send(a, mode)?;
     status_error(&p2p::wait(id)?)
 }
