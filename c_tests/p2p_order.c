@@ -7,7 +7,8 @@
  *    MPI_Rsend/MPI_Irsend to a posted receive;
  *  - MPI_Bsend/MPI_Ibsend with MPI_Buffer_attach/detach, sends completing before the
  *    receiver posts anything; MPI_Bsend with no or too small a buffer returns an error
- *    of class MPI_ERR_BUFFER under MPI_ERRORS_RETURN. */
+ *    of class MPI_ERR_BUFFER under MPI_ERRORS_RETURN;
+ *  - a blocking MPI_Send after sends still queued in the library arrives after them. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,6 +304,44 @@ int main(int argc, char **argv) {
         MPI_Iprobe(rank, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
         CHECK(!flag, "a failed MPI_Bsend delivered a message (tag %d)", st.MPI_TAG);
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    }
+
+    /* ---- 7. a blocking send does not overtake the sends queued before it: rank 0
+     * starts more small sends to rank 1 than the ring between them holds while rank 1
+     * is busy outside MPI (so the rest stay queued in rank 0's library), rank 1 then
+     * empties the ring while rank 0 is busy outside MPI, and rank 0 sends one more with
+     * MPI_Send; rank 1 must receive them all in the order sent. */
+    if (size >= 2) {
+        enum { Q = 300, L = 256 }; /* 300 messages of 1 KiB, the ring holds 64 KiB */
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        if (rank == 0) {
+            int *sb = malloc((size_t)Q * L * sizeof *sb), last[L];
+            MPI_Request *rq = malloc(Q * sizeof *rq);
+            for (int m = 0; m < Q; m++) {
+                fill(sb + (size_t)m * L, L, 0, m);
+                MPI_Isend(sb + (size_t)m * L, L, MPI_INT, 1, 9, MPI_COMM_WORLD, &rq[m]);
+            }
+            while (MPI_Wtime() - t0 < 0.4)
+                ;
+            fill(last, L, 0, Q);
+            MPI_Send(last, L, MPI_INT, 1, 9, MPI_COMM_WORLD);
+            MPI_Status *sst = malloc(Q * sizeof *sst);
+            MPI_Waitall(Q, rq, sst);
+            free(sst);
+            free(sb);
+            free(rq);
+        } else if (rank == 1) {
+            int rb[L];
+            while (MPI_Wtime() - t0 < 0.2)
+                ;
+            for (int m = 0; m <= Q; m++) {
+                MPI_Status st;
+                MPI_Recv(rb, L, MPI_INT, 0, 9, MPI_COMM_WORLD, &st);
+                snprintf(what, sizeof what, "message %d after queued sends", m);
+                verify(rb, L, 0, m, what);
+            }
+        }
     }
 
     int one = 1, total = 0;
