@@ -1151,13 +1151,15 @@ fn report_abort(arena: &Arena, job: &Job, rank: i32, code: i32) {
         .filter(|s| !s.is_empty())
         .cloned()
         .unwrap_or_else(|| format!("rank {rank}"));
-    if arena.abort_kind() == shm::ABORT_FATAL_ERROR {
-        eprintln!(
-            "mpiexec: {name} stopped the job after a fatal MPI error (see its message above)"
-        );
+    let line = if arena.abort_kind() == shm::ABORT_FATAL_ERROR {
+        format!("mpiexec: {name} stopped the job after a fatal MPI error (see its message above)\n")
     } else {
-        eprintln!("mpiexec: {name} called MPI_Abort with error code {code}");
-    }
+        format!("mpiexec: {name} called MPI_Abort with error code {code}\n")
+    };
+    // One write: `eprintln!` writes its pieces one by one to the unbuffered stderr, and
+    // a rank's message written at the same moment could land between them
+    // (tests/failures.rs saw "mpiexec: shmpi: fatal error: ...").
+    let _ = io::stderr().write_all(line.as_bytes());
 }
 
 #[cfg(test)]
