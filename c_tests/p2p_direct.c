@@ -3,23 +3,19 @@
  * exchanges, many messages in flight in order, MPI_ANY_SOURCE, sends to itself,
  * truncation (the bytes past the receive buffer untouched), non-contiguous datatypes on
  * either side, matched probes, buffered and synchronous sends, cancelling a send nobody
- * received. Then the last rank installs a seccomp filter that makes process_vm_readv
+ * received. Then the last rank installs a seccomp filter that makes process_vm_readv/writev
  * fail with EPERM (as a sandbox would) while the library's cached probe still says it
  * may read: its receives must fall back to the pipe, and everything runs again. Every
  * received byte is checked against the pattern its sender wrote. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
+#include "forbid_copies.h"
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -35,22 +31,6 @@ static int rank, size, failures;
         }                                                                      \
     } while (0)
 
-static void forbid_cross_process_reads(void) {
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
-        perror("seccomp");
-        exit(2);
-    }
-}
 
 /* The byte at position i of message `seq` from `src`. */
 static unsigned char pat(int src, int seq, size_t i) {
@@ -312,7 +292,7 @@ int main(int argc, char **argv) {
     all(0);
     /* The last rank can no longer read other processes' memory. */
     if (rank == size - 1)
-        forbid_cross_process_reads();
+        forbid_cross_process_copies();
     MPI_Barrier(MPI_COMM_WORLD);
     all(1);
     int total;

@@ -589,15 +589,8 @@ impl Engine {
             };
             if read_direct(a, src, addr, &r.buf, len) {
                 self.req(id).finish_recv(len);
-                let done = Frame {
-                    kind: F_READ,
-                    fbytes: 0,
-                    ctx: 0,
-                    tag: 0,
-                    len: 0,
-                    id: msg_id,
-                };
-                self.control.push_back((src, done));
+                self.control
+                    .push_back((src, control_frame(F_READ, 0, msg_id)));
             } else {
                 self.start_pipe(a, id, src, len, msg_id);
             }
@@ -717,17 +710,8 @@ impl Engine {
         if let Some(p) = pos {
             self.unexpected.remove(p);
         }
-        self.control.push_back((
-            src,
-            Frame {
-                kind: F_CANCEL_REPLY,
-                fbytes: 0,
-                ctx: 0,
-                tag: pos.is_some() as i32,
-                len: 0,
-                id: msg_id,
-            },
-        ));
+        let answer = control_frame(F_CANCEL_REPLY, pos.is_some() as i32, msg_id);
+        self.control.push_back((src, answer));
     }
 
     /// In MPI_Finalize, where no receive can be posted any more: answers each request to
@@ -1750,7 +1734,8 @@ pub fn cancel(id: ReqId) -> MpiResult<bool> {
             }
             e.req(id).complete = false;
             e.cancelling.push(id);
-            e.control.push_back((dst, cancel_frame(msg_id)));
+            e.control
+                .push_back((dst, control_frame(F_CANCEL, 0, msg_id)));
             e.progress(job);
             return true;
         }
@@ -1798,19 +1783,21 @@ pub fn cancel(id: ReqId) -> MpiResult<bool> {
         // Not complete until the answer comes (an eager send was complete already).
         e.req(id).complete = false;
         e.cancelling.push(id);
-        e.control.push_back((dst, cancel_frame(msg_id)));
+        e.control
+            .push_back((dst, control_frame(F_CANCEL, 0, msg_id)));
         e.progress(job);
         true
     })
 }
 
-/// The request to withdraw message `msg_id`.
-fn cancel_frame(msg_id: u64) -> Frame {
+/// A control frame of `kind` about message `msg_id` (no payload; `tag` carries the
+/// answer of a cancellation).
+fn control_frame(kind: u32, tag: i32, msg_id: u64) -> Frame {
     Frame {
-        kind: F_CANCEL,
+        kind,
         fbytes: 0,
         ctx: 0,
-        tag: 0,
+        tag,
         len: 0,
         id: msg_id,
     }
