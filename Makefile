@@ -3,7 +3,7 @@ PREFIX ?= $(CURDIR)/build
 CARGO  ?= cargo
 LIB     = target/release/libshmpi.so
 
-.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p clean install-tree install-fortran fuzz sanitize
+.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal clean install-tree install-fortran fuzz sanitize
 
 all: build
 
@@ -91,6 +91,11 @@ bench-agree: build
 # Open MPI (a few minutes; see p2p_bench() in bench/run.py; bench/p2p_results.md).
 bench-p2p: deps build
 	python3 bench/run.py --p2p
+
+# Only the MPI_Reduce_local part of `make bench` (np 1, 9 rounds, about 10 minutes;
+# see rlocal_bench() in bench/run.py; bench/rlocal_results.md).
+bench-rlocal: deps build
+	python3 bench/run.py --rlocal
 
 # Overlap of MPI_Iallreduce with computation, shmpi vs MPICH vs Open MPI (np 2 and 4).
 bench-overlap: deps build

@@ -20,8 +20,11 @@ start runs without waiting for the near phase.
 agreement check costs: see agree_bench().
 `bench/run.py --p2p` (make bench-p2p) measures point-to-point ping-pong and exchange
 (bench/p2pbench.c; BENCH_NP, BENCH_P2P_ROUNDS): see p2p_bench().
+`bench/run.py --rlocal` (make bench-rlocal) runs only the MPI_Reduce_local part
+(BENCH_RL_ROUNDS, BENCH_RL_SIZES="bytes ..."): see rlocal_bench().
 """
 import datetime
+import math
 import os
 import statistics
 import platform
@@ -98,11 +101,14 @@ else:
     BATCHES = "7"
     RL_SIZES = [8 * 8 ** i for i in range(8)] + [64 << 20]
     RL_T = "0.05"
-    # Seven: each process meets a state of its own (the plain C loop of one binary took
+    # Nine: each process meets a state of its own (the plain C loop of one binary took
     # 557-860 ns for 32 KiB from one process to the next, and ran at 10.1-11.9 GB/s on
     # 64 MiB), so that with three runs a cell was decided by which implementation's
-    # processes met the fast state.
-    RL_ROUNDS = 7
+    # processes met the fast state; and the more rounds, the smaller the difference the
+    # comparison paired by round (`rl_paired`) can tell from noise (its test's smallest
+    # one-sided p is 1/128 with 7 rounds, 1/512 with 9; with 9, two rounds leaning the
+    # other way by the smallest amounts still leave p = 0.01).
+    RL_ROUNDS = 9
     # Three: every run starts in the near phase (Phase below), which took away the
     # reason for five (a cell's median landing in the distant phase when three of five
     # runs of one implementation did).
@@ -110,6 +116,10 @@ else:
     TIMEOUT = 300
 if os.environ.get("BENCH_NP"):
     NPS = [int(x) for x in os.environ["BENCH_NP"].split()]
+if os.environ.get("BENCH_RL_ROUNDS"):
+    RL_ROUNDS = int(os.environ["BENCH_RL_ROUNDS"])
+if os.environ.get("BENCH_RL_SIZES"):
+    RL_SIZES = [int(x) for x in os.environ["BENCH_RL_SIZES"].split()]
 
 
 def log(msg):
@@ -294,6 +304,30 @@ def main():
                             log("  the phase changed during the run: once more")
     lat, far_only = aggregate(coll_samples, phase)
 
+    samples = rlocal_samples(raw, status)
+    gbs, gbs_med = rl_cells(samples)
+
+    load1 = os.getloadavg()
+    elapsed = time.time() - t_start
+    ticks1 = cpu_ticks()
+    steal = None
+    if ticks0 and ticks1 and ticks1[1] > ticks0[1]:
+        steal = 100.0 * (ticks1[0] - ticks0[0]) / (ticks1[1] - ticks0[1])
+    md = report(lat, status, gbs, load0, load1, elapsed, steal,
+                (phase, reruns, far_only), gbs_med, samples)
+    os.makedirs(OUTDIR, exist_ok=True)
+    with open(os.path.join(OUTDIR, "results.md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(OUTDIR, "results.csv"), "w") as f:
+        f.write("\n".join(raw) + "\n")
+    plot(lat, os.path.join(OUTDIR, "latency.png"))
+    print(md)
+    log(f"bench: wrote {OUTDIR}/results.md, results.csv, latency.png in {elapsed:.0f} s")
+
+
+def rlocal_samples(raw, status):
+    """Runs reduce_local at np 1 and returns its samples; appends the raw rows to
+    `raw` and each run's exit status to `status`."""
     # reduce_local at np 1 (started through each launcher): RL_ROUNDS rounds; in each,
     # one process per (size, implementation), the three implementations back to back
     # at each size, in an order that rotates from round to round. The speed of this
@@ -302,7 +336,7 @@ def main():
     # whole run apart. A cell is the fastest batch over all rounds (`gbs`; interference
     # from the host only ever adds time, and it comes and goes within a run) and, for
     # comparison, the median over the rounds of each run's median batch (`gbs_med`).
-    samples = {}
+    samples = {}  # (who, type, op, bytes) -> [(round, median GB/s, fastest GB/s)]
     for rnd in range(RL_ROUNDS):
         log(f"run: reduce_local, round {rnd + 1} of {RL_ROUNDS}")
         for k, size in enumerate(RL_SIZES):
@@ -319,29 +353,19 @@ def main():
                             who = f"{who}@{impl}"
                         best = float(f[8]) if len(f) >= 9 else float(f[6])
                         samples.setdefault((who, f[2], f[3], int(f[4])), []).append(
-                            (float(f[5]), float(f[5]) * float(f[6]) / best))
+                            (rnd, float(f[5]), float(f[5]) * float(f[6]) / best))
                         raw.append(f"rlocal,{who},{f[2]}.{f[3]},1,{f[4]},{f[6]},{best},{f[7]}")
                 if status.get((impl, "reduce_local", 1), "ok") == "ok":
                     status[(impl, "reduce_local", 1)] = st
-    gbs = {k: max(b for _, b in v) for k, v in samples.items()}
-    gbs_med = {k: statistics.median(m for m, _ in v) for k, v in samples.items()}
+    return samples
 
-    load1 = os.getloadavg()
-    elapsed = time.time() - t_start
-    ticks1 = cpu_ticks()
-    steal = None
-    if ticks0 and ticks1 and ticks1[1] > ticks0[1]:
-        steal = 100.0 * (ticks1[0] - ticks0[0]) / (ticks1[1] - ticks0[1])
-    md = report(lat, status, gbs, load0, load1, elapsed, steal,
-                (phase, reruns, far_only), gbs_med)
-    os.makedirs(OUTDIR, exist_ok=True)
-    with open(os.path.join(OUTDIR, "results.md"), "w") as f:
-        f.write(md)
-    with open(os.path.join(OUTDIR, "results.csv"), "w") as f:
-        f.write("\n".join(raw) + "\n")
-    plot(lat, os.path.join(OUTDIR, "latency.png"))
-    print(md)
-    log(f"bench: wrote {OUTDIR}/results.md, results.csv, latency.png in {elapsed:.0f} s")
+
+def rl_cells(samples):
+    """The cells of the Reduce_local tables from the samples: the fastest batch over
+    all rounds, and the median over the rounds of each run's median batch (GB/s)."""
+    gbs = {k: max(b for _, _, b in v) for k, v in samples.items()}
+    gbs_med = {k: statistics.median(m for _, m, _ in v) for k, v in samples.items()}
+    return gbs, gbs_med
 
 
 def aggregate(coll_samples, phase):
@@ -415,7 +439,8 @@ def cpu_ticks():
         return None
 
 
-def report(lat, status, gbs, load0, load1, elapsed, steal=None, phases=None, gbs_med=None):
+def report(lat, status, gbs, load0, load1, elapsed, steal=None, phases=None, gbs_med=None,
+           samples=None):
     L = []
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     L.append(f"Run {now}, {'quick' if QUICK else 'full'} mode, {elapsed:.0f} s; "
@@ -507,6 +532,14 @@ def report(lat, status, gbs, load0, load1, elapsed, steal=None, phases=None, gbs
                 L.append("| " + " | ".join(row) + " |")
         L.append("")
 
+    L += rl_report(gbs, gbs_med, samples)
+    return "\n".join(L)
+
+
+def rl_report(gbs, gbs_med=None, samples=None):
+    """The Reduce_local sections of the report: throughput, the time ratios by the
+    fastest and the median batch, and the comparison paired by round."""
+    L = []
     L.append("### MPI_Reduce_local throughput (GB/s of buffer processed, np 1, fastest batch "
              f"of {RL_ROUNDS} runs)")
     L.append("")
@@ -551,7 +584,99 @@ def report(lat, status, gbs, load0, load1, elapsed, steal=None, phases=None, gbs
                        f"{RL_ROUNDS} runs: what a run meets when the host's other work slows "
                        "some of its batches (it hits the three implementations alike, but not "
                        "at the same moments).")
-    return "\n".join(L)
+    if samples:
+        L += rl_paired(samples, combos)
+    return L
+
+
+def signed_rank_p(xs):
+    """One-sided p-values of the exact Wilcoxon signed-rank test on the paired
+    differences `xs` (zeros dropped): (p that they lean positive, p that they lean
+    negative), from all 2^n sign assignments."""
+    xs = [x for x in xs if x != 0.0]
+    n = len(xs)
+    if n == 0:
+        return 1.0, 1.0
+    order = sorted(range(n), key=lambda i: abs(xs[i]))
+    ranks = [0.0] * n
+    i = 0
+    while i < n:  # average ranks over ties of |x|
+        j = i
+        while j + 1 < n and abs(xs[order[j + 1]]) == abs(xs[order[i]]):
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    w = sum(r for r, x in zip(ranks, xs) if x > 0)
+    ge = le = 0
+    for mask in range(1 << n):
+        v = sum(ranks[k] for k in range(n) if mask >> k & 1)
+        ge += v >= w - 1e-9
+        le += v <= w + 1e-9
+    return ge / (1 << n), le / (1 << n)
+
+
+def rl_paired(samples, combos):
+    """The Reduce_local comparison paired by round: in each round the three
+    implementations' processes for a size ran back to back, so the ratio of shmpi's
+    median batch to the other's within one round meets the same state of the host.
+    Per cell and other implementation: the median of those per-round time ratios, and
+    the exact Wilcoxon signed-rank test of their logarithms; a difference counts where
+    its one-sided p is below 0.05."""
+    alpha = 0.05
+    L = ["### MPI_Reduce_local paired by round (shmpi / MPICH, shmpi / Open MPI)", "",
+         "In each round the three implementations' processes for one size run back to "
+         "back, so each round gives one time ratio per cell and implementation, from the "
+         "median batches of two processes measured seconds apart. A cell shows the median "
+         "of those ratios over the rounds, marked `+` where shmpi is faster and `-` where "
+         "it is slower by the exact one-sided Wilcoxon signed-rank test on the rounds' "
+         f"log ratios (p < {alpha}); unmarked, the rounds do not tell the two apart. "
+         "(Where two implementations take the same time, the test marks the cell either "
+         f"way by chance, in at most {alpha:.0%} of such cells for each direction.)",
+         ""]
+    hdr = ["type.op"] + [human(s) for s in RL_SIZES]
+    L.append("| " + " | ".join(hdr) + " |")
+    L.append("|" + "---|" * len(hdr))
+    faster = cells = 0
+    slower, ties = [], []
+    for t, o in combos:
+        row = [f"{t}.{o}"]
+        for s_ in RL_SIZES:
+            mine = {r: m for r, m, _ in samples.get(("shmpi", t, o, s_), [])}
+            parts, verdicts = [], []
+            for other in IMPLS[1:]:
+                theirs = {r: m for r, m, _ in samples.get((other, t, o, s_), [])}
+                rs = [theirs[r] / mine[r] for r in mine if r in theirs and mine[r] > 0]
+                if not rs:
+                    parts.append("-")
+                    verdicts.append(None)
+                    continue
+                p_slow, p_fast = signed_rank_p([math.log(r) for r in rs])
+                mark = "-" if p_slow < alpha else "+" if p_fast < alpha else ""
+                med = statistics.median(rs)
+                parts.append(f"{med:.2f}{mark}")
+                verdicts.append((mark, med, NICE[other]))
+            row.append(" / ".join(parts))
+            if all(v is not None for v in verdicts):
+                cells += 1
+                name = f"{t}.{o} {human(s_)}"
+                if any(v[0] == "-" for v in verdicts):
+                    slower.append(name + " (" + ", ".join(f"{v[1]:.2f} against {v[2]}"
+                                                          for v in verdicts if v[0] == "-") + ")")
+                elif all(v[0] == "+" for v in verdicts):
+                    faster += 1
+                else:
+                    ties.append(name + " (" + ", ".join(f"{v[1]:.2f} against {v[2]}"
+                                                         for v in verdicts if v[0] != "+") + ")")
+        L.append("| " + " | ".join(row) + " |")
+    L.append("")
+    L.append(f"Paired by round: shmpi faster than both in {faster} of {cells} cells; "
+             f"slower than at least one in {len(slower)}"
+             + (": " + ", ".join(slower) if slower else "") + f"; not told apart from at "
+             f"least one (and faster than or not told apart from the other) in {len(ties)}"
+             + (": " + ", ".join(ties) if ties else "") + ".")
+    L.append("")
+    return L
 
 
 def rl_ratios(gbs, combos, how, blurb):
@@ -834,6 +959,32 @@ def p2p_bench():
     print(text)
 
 
+def rlocal_bench():
+    """`make bench-rlocal`: only the MPI_Reduce_local part of the bench (np 1), in
+    RL_ROUNDS rounds (BENCH_RL_ROUNDS) at RL_SIZES (BENCH_RL_SIZES); writes
+    bench/rlocal_results.md (or under BENCH_OUT)."""
+    t0 = time.time()
+    load0 = os.getloadavg()[0]
+    build()
+    start = datetime.datetime.now(datetime.timezone.utc)
+    raw, status = [], {}
+    samples = rlocal_samples(raw, status)
+    gbs, gbs_med = rl_cells(samples)
+    failed = [f"{NICE[k[0]]}" for k, st in status.items() if st != "ok"]
+    L = [f"MPI_Reduce_local, `make bench-rlocal` ({start:%Y-%m-%d %H:%M} UTC, "
+         f"{time.time() - t0:.0f} s, {RL_ROUNDS} rounds, load {load0:.2f}/"
+         f"{os.getloadavg()[0]:.2f}; machine: {machine()})."
+         + (f" Runs that failed: {', '.join(failed)}." if failed else ""), ""]
+    L += rl_report(gbs, gbs_med, samples)
+    os.makedirs(OUTDIR, exist_ok=True)
+    with open(os.path.join(OUTDIR, "rlocal_results.md"), "w") as f:
+        f.write("\n".join(L) + "\n")
+    with open(os.path.join(OUTDIR, "rlocal_results.csv"), "w") as f:
+        f.write("kind,impl,op,np,bytes,median_us,min_us,iters\n" + "\n".join(raw) + "\n")
+    print("\n".join(L))
+    log(f"bench: wrote {OUTDIR}/rlocal_results.md in {time.time() - t0:.0f} s")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--plot-only"]:
         plot_only()
@@ -841,5 +992,7 @@ if __name__ == "__main__":
         agree_bench()
     elif sys.argv[1:] == ["--p2p"]:
         p2p_bench()
+    elif sys.argv[1:] == ["--rlocal"]:
+        rlocal_bench()
     else:
         main()
