@@ -1155,6 +1155,11 @@ impl Engine {
     }
 
     fn progress(&mut self, job: &Job) {
+        self.progress_with(job, true)
+    }
+
+    /// A progress pass; the direct reads of rendezvous messages only if `reads`.
+    fn progress_with(&mut self, job: &Job, reads: bool) {
         let a = &job.arena;
         self.push_sends(a, job.rank);
         self.drain(a, job.rank, self.scan);
@@ -1164,7 +1169,7 @@ impl Engine {
             }
         }
         self.push_sends(a, job.rank);
-        if !self.reads.is_empty() {
+        if reads && !self.reads.is_empty() {
             self.read_due(a, job.rank);
         }
         if !self.pairs.is_empty() {
@@ -1411,27 +1416,33 @@ fn irecv_ctx(
             comm_src: MPI_ANY_SOURCE,
             unpack,
         };
+        // The unexpected messages first, in arrival order: every one of them arrived
+        // before anything still in the rings. Only then is the receive posted and the
+        // rings drained, so that a message already waiting there goes straight into
+        // the receive's buffer (draining first would copy it into the unexpected queue
+        // and out again).
+        let pos = e
+            .unexpected
+            .iter()
+            .position(|u| matches(&r, u.src, u.ctx, u.tag));
         let id = e.alloc(Req {
             kind: ReqKind::Recv(r),
             complete: false,
             status: Status::empty(),
             from_world: comm.clone(),
         });
-        e.progress(job);
-        // Unexpected messages first, in arrival order.
-        let pos = {
-            let ReqKind::Recv(r) = &e.reqs[id].as_ref().unwrap().kind else {
-                unreachable!()
-            };
-            e.unexpected
-                .iter()
-                .position(|u| matches(r, u.src, u.ctx, u.tag))
-        };
-        if let Some(p) = pos {
-            let u = e.unexpected.remove(p).unwrap();
-            e.deliver(&job.arena, id, u.src, u.tag, u.len, u.payload());
-        } else {
+        // (Taken out of the queue before the pass: a cancel request among the frames
+        // drained must find it gone.)
+        let found = pos.map(|p| e.unexpected.remove(p).unwrap());
+        if found.is_none() {
             e.posted.push_back(id);
+        }
+        // A rendezvous message this pass hands the receive is read at the next pass,
+        // after this rank's next sends went out (see `deliver`): MPI_Irecv followed by
+        // MPI_Isend on two ranks would otherwise copy one message after the other.
+        e.progress_with(job, false);
+        if let Some(u) = found {
+            e.deliver(&job.arena, id, u.src, u.tag, u.len, u.payload());
         }
         id
     })
