@@ -354,7 +354,9 @@ def rlocal_samples(raw, status):
                         best = float(f[8]) if len(f) >= 9 else float(f[6])
                         samples.setdefault((who, f[2], f[3], int(f[4])), []).append(
                             (rnd, float(f[5]), float(f[5]) * float(f[6]) / best))
-                        raw.append(f"rlocal,{who},{f[2]}.{f[3]},1,{f[4]},{f[6]},{best},{f[7]}")
+                        # (reduce_local prints nanoseconds; the CSV's columns are µs)
+                        raw.append(f"rlocal,{who},{f[2]}.{f[3]},1,{f[4]},"
+                                   f"{float(f[6]) / 1e3:.4f},{best / 1e3:.4f},{f[7]}")
                 if status.get((impl, "reduce_local", 1), "ok") == "ok":
                     status[(impl, "reduce_local", 1)] = st
     return samples
