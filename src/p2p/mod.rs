@@ -1437,9 +1437,10 @@ fn irecv_ctx(
         if found.is_none() {
             e.posted.push_back(id);
         }
-        // A rendezvous message this pass hands the receive is read at the next pass,
-        // after this rank's next sends went out (see `deliver`): MPI_Irecv followed by
-        // MPI_Isend on two ranks would otherwise copy one message after the other.
+        // A rendezvous message this pass hands a receive is read at the next pass
+        // (every wait, test and send runs one), after this rank's next sends went out
+        // (see `deliver`): MPI_Irecv followed by MPI_Isend on two ranks would otherwise
+        // copy one message after the other.
         e.progress_with(job, false);
         if let Some(u) = found {
             e.deliver(&job.arena, id, u.src, u.tag, u.len, u.payload());
