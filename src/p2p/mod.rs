@@ -274,18 +274,45 @@ struct Unexpected {
     ctx: u32,
     tag: i32,
     len: usize,
-    payload: Option<Vec<u8>>, // eager payload; None for RTS
+    /// An eager message's bytes; `Held::Rdv` for a request to send.
+    payload: Held,
     msg_id: u64,
     /// For a request to send: the address of the message in the sender's memory if it
     /// may be read from there directly (`F_RTS_DIRECT`), else 0.
     addr: u64,
 }
 
+/// Bytes an eager message may hold in place in the unexpected queue.
+const HELD_INLINE: usize = 48;
+
+/// The payload of an unexpected message: an eager message of up to [`HELD_INLINE`]
+/// bytes in place (most small messages: no heap allocation and free for each, which
+/// callgrind put at about 200 of the 1800 instructions of a receive in a stream of
+/// 8-byte messages), a longer one on the heap; nothing for a request to send.
+enum Held {
+    Inline(u8, [u8; HELD_INLINE]),
+    Heap(Box<[u8]>),
+    Rdv,
+}
+
+impl Held {
+    fn eager(bytes: &[u8]) -> Held {
+        if bytes.len() <= HELD_INLINE {
+            let mut b = [0u8; HELD_INLINE];
+            b[..bytes.len()].copy_from_slice(bytes);
+            Held::Inline(bytes.len() as u8, b)
+        } else {
+            Held::Heap(bytes.into())
+        }
+    }
+}
+
 impl Unexpected {
     fn payload(&self) -> Payload<'_> {
         match &self.payload {
-            Some(bytes) => Payload::Eager(bytes),
-            None => Payload::Rdv {
+            Held::Inline(n, b) => Payload::Eager(&b[..*n as usize]),
+            Held::Heap(bytes) => Payload::Eager(bytes),
+            Held::Rdv => Payload::Rdv {
                 msg_id: self.msg_id,
                 addr: self.addr,
             },
@@ -687,7 +714,11 @@ impl Engine {
                         ctx: h.ctx,
                         tag: h.tag,
                         len: h.len,
-                        payload: (kind == F_EAGER).then(|| a.slice(payload, h.len).to_vec()),
+                        payload: if kind == F_EAGER {
+                            Held::eager(a.slice(payload, h.len))
+                        } else {
+                            Held::Rdv
+                        },
                         msg_id: h.id,
                         addr,
                     }),
@@ -735,7 +766,7 @@ impl Engine {
         };
         let mut kept = VecDeque::with_capacity(self.unexpected.len());
         for u in std::mem::take(&mut self.unexpected) {
-            if u.payload.is_none() {
+            if matches!(u.payload, Held::Rdv) {
                 self.control.push_back(refuse(&u));
             } else {
                 kept.push_back(u);
@@ -748,7 +779,7 @@ impl Engine {
                 ..
             }) = &self.reqs[id]
             {
-                if u.payload.is_none() {
+                if matches!(u.payload, Held::Rdv) {
                     let f = refuse(u);
                     self.control.push_back(f);
                     self.reqs[id] = None;
