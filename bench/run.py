@@ -956,6 +956,7 @@ def p2p_bench():
             lines.append("")
     lines.append(f"shmpi at least as fast as both in {wins} of {total} cells.")
     text = "\n".join(lines) + "\n"
+    os.makedirs(OUTDIR, exist_ok=True)
     with open(os.path.join(OUTDIR, "p2p_results.md"), "w") as f:
         f.write(text)
     print(text)
