@@ -13,18 +13,15 @@
 //! recorded the same way, as copies: the standard has the program keep them unchanged
 //! for the request's life, but programs (mpi4py among them) pass temporary arrays that
 //! they free once the _init call returns, and MPICH and Open MPI keep copies.
-use crate::comm::Comm;
-use crate::datatype::TypeRef;
-use crate::op::UserOp;
 use std::any::Any;
 use std::cell::RefCell;
 use std::sync::Arc;
 
 /// One looked-up object and its handle.
 pub enum Pinned {
-    Type(i32, TypeRef),
-    Comm(i32, Arc<Comm>),
-    Op(i32, Arc<UserOp>),
+    /// A datatype, communicator or user operation (the handle kinds are told apart by
+    /// the type of what the handle names: `TypeRef`, `Arc<Comm>`, `Arc<UserOp>`).
+    Object(i32, Box<dyn Any + Send + Sync>),
     /// An array argument: its address and a copy of its elements (a `Vec<T>`).
     Array(usize, Box<dyn Any + Send + Sync>),
 }
@@ -66,43 +63,17 @@ fn record(p: impl FnOnce() -> Pinned) {
     })
 }
 
-/// The recorded datatype of handle `h`, during a replay.
-pub fn replayed_type(h: i32) -> Option<TypeRef> {
+/// The recorded object of type `T` named by handle `h`, during a replay.
+pub fn replayed_object<T: Clone + Send + Sync + 'static>(h: i32) -> Option<T> {
     replayed(|x| match x {
-        Pinned::Type(k, t) if *k == h => Some(t.clone()),
+        Pinned::Object(k, o) if *k == h => o.downcast_ref::<T>().cloned(),
         _ => None,
     })
 }
 
-/// The recorded communicator of handle `h`, during a replay.
-pub fn replayed_comm(h: i32) -> Option<Arc<Comm>> {
-    replayed(|x| match x {
-        Pinned::Comm(k, c) if *k == h => Some(c.clone()),
-        _ => None,
-    })
-}
-
-/// The recorded user operation of handle `h`, during a replay.
-pub fn replayed_op(h: i32) -> Option<Arc<UserOp>> {
-    replayed(|x| match x {
-        Pinned::Op(k, o) if *k == h => Some(o.clone()),
-        _ => None,
-    })
-}
-
-/// Notes a datatype lookup, while recording.
-pub fn record_type(h: i32, t: &TypeRef) {
-    record(|| Pinned::Type(h, t.clone()))
-}
-
-/// Notes a communicator lookup, while recording.
-pub fn record_comm(h: i32, c: &Arc<Comm>) {
-    record(|| Pinned::Comm(h, c.clone()))
-}
-
-/// Notes a user operation lookup, while recording.
-pub fn record_op(h: i32, o: &Arc<UserOp>) {
-    record(|| Pinned::Op(h, o.clone()))
+/// Notes the lookup of handle `h` (which named `o`), while recording.
+pub fn record_object<T: Clone + Send + Sync + 'static>(h: i32, o: &T) {
+    record(|| Pinned::Object(h, Box::new(o.clone())))
 }
 
 /// The recorded copy of the `n`-element array argument at `p`, during a replay.

@@ -358,7 +358,7 @@ pub fn finalize() -> MpiResult<()> {
     // callbacks run while MPI is still initialised (MPI-3.1 section 8.7.1), the last set
     // first.
     let me = crate::comm::get(MPI_COMM_SELF)?;
-    crate::comm::attr::delete_all(&me)?;
+    crate::attr::delete_all(&me)?;
     let world = crate::comm::get(MPI_COMM_WORLD)?;
     let a = &j.arena;
     a.rank_state(j.rank)

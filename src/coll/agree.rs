@@ -109,7 +109,7 @@ impl FlowEnd {
     /// `count` instances of `t` with signature `sig`, from `arg[idx]`.
     pub fn new(
         count: usize,
-        t: &crate::ffi::check::TypeInfo,
+        t: &crate::datatype::TypeInfo,
         sig: u32,
         arg: Arg,
         idx: usize,

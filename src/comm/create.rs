@@ -9,7 +9,8 @@
 //! every member reads every leader's outcome from the second step, and if any failed,
 //! all members fail with the same error and the leaders that got a context give it back.
 //! The parent stays in step, and a program that frees communicators can go on.
-use super::{attr, get, register, Comm};
+use super::{get, register, Comm};
+use crate::attr;
 use crate::abi::*;
 use crate::coll::Chan;
 use crate::error::{err, MpiResult};

@@ -2,7 +2,6 @@
 //! channel it owns in the arena, unique in the job while the communicator lives), an
 //! error handler and a name. Handles are MPICH's: MPI_COMM_WORLD and MPI_COMM_SELF are
 //! built-in, user communicators are direct handles indexing the table below.
-pub mod attr;
 pub mod create;
 pub mod errhandler;
 pub mod group;
@@ -43,7 +42,7 @@ pub struct Comm {
     /// Which of the channel's double buffers the next collective step uses.
     pub step: AtomicU64,
     /// Attributes: (keyval, value).
-    pub attrs: attr::Attrs,
+    pub attrs: crate::attr::Attrs,
     /// Collective tickets: the next to issue, and the one whose turn it is.
     pub coll_ticket: AtomicU64,
     pub coll_serving: AtomicU64,
@@ -366,7 +365,7 @@ pub fn get(h: i32) -> MpiResult<Arc<Comm>> {
             return Ok(c.clone());
         }
     }
-    if let Some(c) = crate::pin::replayed_comm(h) {
+    if let Some(c) = crate::pin::replayed_object::<Arc<Comm>>(h) {
         return Ok(c);
     }
     let t = TABLE.read().unwrap();
@@ -380,7 +379,7 @@ pub fn get(h: i32) -> MpiResult<Arc<Comm>> {
         None
     };
     if let Some(c) = &found {
-        crate::pin::record_comm(h, c);
+        crate::pin::record_object(h, c);
     }
     found.ok_or_else(|| {
         if h == MPI_COMM_NULL {
@@ -419,3 +418,20 @@ pub fn live_user_comms() -> usize {
         .filter(|c| c.is_some())
         .count()
 }
+
+impl<'a> From<&'a std::sync::Arc<Comm>> for crate::attr::Owner<'a> {
+    fn from(c: &'a std::sync::Arc<Comm>) -> Self {
+        crate::attr::Owner::from(&**c)
+    }
+}
+
+impl<'a> From<&'a Comm> for crate::attr::Owner<'a> {
+    fn from(c: &'a Comm) -> Self {
+        crate::attr::Owner {
+            kind: crate::attr::Kind::Comm,
+            handle: c.handle,
+            attrs: &c.attrs,
+        }
+    }
+}
+

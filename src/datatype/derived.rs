@@ -47,7 +47,7 @@ pub struct Type {
     committed: AtomicBool,
     name: Mutex<String>,
     /// MPI_Type_set_attr's attributes.
-    pub attrs: crate::comm::attr::Attrs,
+    pub attrs: crate::attr::Attrs,
     /// The handle of a type of MPI_Type_create_f90_*: predefined in the standard's
     /// sense (permanent, never freed, MPI_Type_get_contents returns it as itself).
     permanent: OnceLock<i32>,
@@ -194,7 +194,7 @@ pub fn get(h: i32, arg: &str) -> MpiResult<TypeRef> {
             format!("{arg}={h:#010x} is not a valid datatype handle"),
         )
     };
-    if let Some(t) = crate::pin::replayed_type(h) {
+    if let Some(t) = crate::pin::replayed_object::<TypeRef>(h) {
         return Ok(t);
     }
     let idx = direct_index(h, OBJ_DATATYPE).ok_or_else(bad)?;
@@ -204,7 +204,7 @@ pub fn get(h: i32, arg: &str) -> MpiResult<TypeRef> {
     let r = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
     match r.slots.get(idx) {
         Some(Some(t)) => {
-            crate::pin::record_type(h, t);
+            crate::pin::record_object(h, t);
             Ok(t.clone())
         }
         Some(None) => Err(err(
@@ -265,7 +265,7 @@ pub fn free(h: i32) -> MpiResult<()> {
         ));
     }
     // The delete callbacks run first; one that fails leaves the type as it was.
-    crate::comm::attr::delete_all(type_owner(h, &t))?;
+    crate::attr::delete_all(type_owner(h, &t))?;
     let idx = direct_index(h, OBJ_DATATYPE).expect("checked by get");
     let mut r = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
     if r.slots[idx].take().is_some() {
@@ -633,9 +633,9 @@ pub fn resized_in(form: Form, old: i32, lb: isize, extent: isize) -> MpiResult<i
 }
 
 /// The datatype `h` as the owner of attributes.
-pub fn type_owner(h: i32, t: &TypeRef) -> crate::comm::attr::Owner<'_> {
-    crate::comm::attr::Owner {
-        kind: crate::comm::attr::Kind::Type,
+pub fn type_owner(h: i32, t: &TypeRef) -> crate::attr::Owner<'_> {
+    crate::attr::Owner {
+        kind: crate::attr::Kind::Type,
         handle: h,
         attrs: &t.attrs,
     }
@@ -671,11 +671,11 @@ pub fn dup(old: i32) -> MpiResult<i32> {
     let t = Arc::new(dup_layout(&o));
     // The copy callbacks see the old handle; a failing one (or a full handle table)
     // undoes the copies made so far through their delete callbacks.
-    let copied = crate::comm::attr::copy_all(type_owner(old, &o), type_owner(old, &t));
+    let copied = crate::attr::copy_all(type_owner(old, &o), type_owner(old, &t));
     match copied.and_then(|()| register(t.clone())) {
         Ok(h) => Ok(h),
         Err(e) => {
-            let _ = crate::comm::attr::delete_all(type_owner(old, &t));
+            let _ = crate::attr::delete_all(type_owner(old, &t));
             Err(e)
         }
     }

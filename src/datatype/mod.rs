@@ -215,3 +215,41 @@ pub fn unpack_slice(
     unsafe { unpack(t, count, buf.as_mut_ptr().wrapping_add(origin), inp, skip) };
     Ok(())
 }
+
+/// What the engine needs to know of a datatype. For a type that is not `contiguous`,
+/// data moves through `datatype::pack` / `datatype::unpack` on the `TypeRef` that
+/// `datatype::lookup_arg` returns (hold it for the operation).
+#[derive(Clone, Copy, Debug)]
+pub struct TypeInfo {
+    pub handle: i32,
+    pub size: usize,
+    pub extent: usize,
+    /// One block of `size` bytes at displacement 0 with extent == size.
+    pub contiguous: bool,
+    pub lb: isize,
+    pub true_lb: isize,
+}
+
+/// What the engine needs to know of a datatype argument (`arg` names it in errors):
+/// valid and committed.
+pub fn type_info(h: i32, arg: &str) -> MpiResult<TypeInfo> {
+    if let Some(p) = predefined::lookup(h) {
+        return Ok(TypeInfo {
+            handle: h,
+            size: p.size,
+            extent: p.extent,
+            contiguous: p.size == p.extent && p.true_extent == p.size,
+            lb: 0,
+            true_lb: 0,
+        });
+    }
+    let t = lookup_arg(h, arg)?;
+    Ok(TypeInfo {
+        handle: h,
+        size: t.size(),
+        extent: t.extent().max(0) as usize,
+        contiguous: t.is_contiguous(),
+        lb: t.lb(),
+        true_lb: t.true_lb(),
+    })
+}

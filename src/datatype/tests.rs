@@ -809,65 +809,6 @@ fn pair_types_elements() {
 }
 
 #[test]
-fn predefined_ops_on_packed_derived_data() {
-    use crate::op::{self, BuiltinOp, OpRef};
-    let v = vector(3, 1, 2, MPI_DOUBLE).unwrap();
-    let sum = OpRef::Builtin(BuiltinOp::Sum);
-    // uncommitted types are refused
-    let a: Vec<u8> = [1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0]
-        .iter()
-        .flat_map(|x| x.to_ne_bytes())
-        .collect();
-    let mut b: Vec<u8> = [10.0f64, 20.0, 30.0, 40.0, 50.0, 60.0]
-        .iter()
-        .flat_map(|x| x.to_ne_bytes())
-        .collect();
-    assert_eq!(
-        op::apply(&sum, v, &a, &mut b, 2).unwrap_err().class,
-        MPI_ERR_TYPE
-    );
-    commit(v).unwrap();
-    assert_eq!(
-        op::reduce_basic(BuiltinOp::Sum, v).unwrap(),
-        Some((MPI_DOUBLE, 3))
-    );
-    op::apply(&sum, v, &a, &mut b, 2).unwrap();
-    let got: Vec<f64> = b
-        .chunks(8)
-        .map(|c| f64::from_ne_bytes(c.try_into().unwrap()))
-        .collect();
-    assert_eq!(got, [11.0, 22.0, 33.0, 44.0, 55.0, 66.0]);
-    // not defined on the basic type: MPI_ERR_OP naming both
-    let e = op::apply(&OpRef::Builtin(BuiltinOp::Band), v, &a, &mut b, 2).unwrap_err();
-    assert_eq!(e.class, MPI_ERR_OP);
-    assert!(
-        e.msg.contains("MPI_BAND") && e.msg.contains("MPI_DOUBLE"),
-        "{}",
-        e.msg
-    );
-    // a mixed type map: MPI_ERR_OP
-    let s = structure(2, &[1, 1], &[0, 8], &[MPI_DOUBLE, MPI_INT]).unwrap();
-    commit(s).unwrap();
-    let e = op::apply(&sum, s, &[0; 12], &mut [0; 12], 1).unwrap_err();
-    assert_eq!(e.class, MPI_ERR_OP);
-    // a pair type with padding: packed 12-byte (double, int) elements
-    let p = contiguous(2, MPI_DOUBLE_INT).unwrap();
-    commit(p).unwrap();
-    let pair = |v: f64, i: i32| {
-        let mut x = v.to_ne_bytes().to_vec();
-        x.extend(i.to_ne_bytes());
-        x
-    };
-    let a: Vec<u8> = [pair(5.0, 1), pair(1.0, 1)].concat();
-    let mut b: Vec<u8> = [pair(3.0, 2), pair(7.0, 2)].concat();
-    op::apply(&OpRef::Builtin(BuiltinOp::Maxloc), p, &a, &mut b, 1).unwrap();
-    assert_eq!(b, [pair(5.0, 1), pair(7.0, 2)].concat());
-    for x in [v, s, p] {
-        free(x).unwrap();
-    }
-}
-
-#[test]
 fn streaming_pack_of_a_large_vector() {
     // many instances of a strided type, packed in uneven pieces
     let v = vector(100, 3, 7, MPI_INT).unwrap();

@@ -51,19 +51,7 @@ pub fn counts<C: CInt>(arr: &[C], arg: &str) -> MpiResult<Vec<usize>> {
         .collect()
 }
 
-/// What the engine needs to know of a datatype. For a type that is not `contiguous`,
-/// data moves through `datatype::pack` / `datatype::unpack` on the `TypeRef` that
-/// `datatype::lookup_arg` returns (hold it for the operation).
-#[derive(Clone, Copy, Debug)]
-pub struct TypeInfo {
-    pub handle: i32,
-    pub size: usize,
-    pub extent: usize,
-    /// One block of `size` bytes at displacement 0 with extent == size.
-    pub contiguous: bool,
-    pub lb: isize,
-    pub true_lb: isize,
-}
+pub use crate::datatype::TypeInfo;
 
 /// The datatype of a point-to-point buffer of `count` elements: as [`datatype`], except
 /// that MPI_DATATYPE_NULL with count 0 is an empty buffer (MPICH accepts it, and its
@@ -77,25 +65,7 @@ pub fn message_datatype(h: i32, count: usize, arg: &str) -> MpiResult<TypeInfo> 
 
 /// A datatype argument: valid and committed.
 pub fn datatype(h: i32, arg: &str) -> MpiResult<TypeInfo> {
-    if let Some(p) = crate::datatype::predefined::lookup(h) {
-        return Ok(TypeInfo {
-            handle: h,
-            size: p.size,
-            extent: p.extent,
-            contiguous: p.size == p.extent && p.true_extent == p.size,
-            lb: 0,
-            true_lb: 0,
-        });
-    }
-    let t = crate::datatype::lookup_arg(h, arg)?;
-    Ok(TypeInfo {
-        handle: h,
-        size: t.size(),
-        extent: t.extent().max(0) as usize,
-        contiguous: t.is_contiguous(),
-        lb: t.lb(),
-        true_lb: t.true_lb(),
-    })
+    crate::datatype::type_info(h, arg)
 }
 
 /// Bytes spanned by `count` elements of `t`, checked for overflow.

@@ -462,7 +462,7 @@ pub fn resolve(h: i32) -> MpiResult<OpRef> {
     if h == MPI_OP_NULL {
         return Err(err(MPI_ERR_OP, "invalid op MPI_OP_NULL"));
     }
-    if let Some(u) = crate::pin::replayed_op(h) {
+    if let Some(u) = crate::pin::replayed_object::<Arc<UserOp>>(h) {
         return Ok(OpRef::User(u));
     }
     let idx = direct_index(h, OBJ_OP)
@@ -470,7 +470,7 @@ pub fn resolve(h: i32) -> MpiResult<OpRef> {
     let t = USER_OPS.read().unwrap_or_else(|e| e.into_inner());
     match t.get(idx) {
         Some(Some(u)) => {
-            crate::pin::record_op(h, u);
+            crate::pin::record_object(h, u);
             Ok(OpRef::User(u.clone()))
         }
         Some(None) => Err(err(

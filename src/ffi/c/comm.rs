@@ -50,7 +50,8 @@ mpi_entry!(MPI_Comm_get_name, PMPI_Comm_get_name, (comm: i32, comm_name: *mut c_
 
 // ---------------------------------------------------------------- creation
 
-use crate::comm::{attr, create, group};
+use crate::attr;
+use crate::comm::{create, group};
 use std::os::raw::c_void;
 
 fn put_comm(

@@ -370,7 +370,7 @@ mpi_entry!(MPI_Type_dup, PMPI_Type_dup, (oldtype: i32, newtype: *mut i32),
 // ---------------------------------------------------------------------------------------
 // Attributes on datatypes (MPI-2 §6.7.4 of MPI-2.2): keys of their own kind
 
-use crate::comm::attr;
+use crate::attr;
 
 mpi_entry!(MPI_Type_create_keyval, PMPI_Type_create_keyval,
     (type_copy_attr_fn: Option<attr::CopyFn>, type_delete_attr_fn: Option<attr::DeleteFn>,

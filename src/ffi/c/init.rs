@@ -266,9 +266,9 @@ fn get_attr(comm: i32, key: c_int, val: *mut c_void, flag: *mut c_int) -> MpiRes
             check::out(val as *mut *mut c_int, p, "attribute_val")?;
             check::out(flag, 1, "flag")
         }
-        None if crate::comm::attr::is_user_keyval(key) => {
+        None if crate::attr::is_user_keyval(key) => {
             let c = check::comm(comm)?;
-            match crate::comm::attr::get(&c, key)? {
+            match crate::attr::get(&c, key)? {
                 Some(v) => {
                     check::out(val as *mut usize, v, "attribute_val")?;
                     check::out(flag, 1, "flag")

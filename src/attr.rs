@@ -1,7 +1,7 @@
-//! Attribute keys and the attributes of communicators and datatypes, with the copy
+//! Attribute keys and the attributes of communicators and datatypes (and, with the
+//! same machinery, of every object kind that has them), with the copy
 //! callbacks run by MPI_Comm_dup / MPI_Type_dup and the delete callbacks run by
 //! MPI_Comm_free / MPI_Type_free / MPI_*_delete_attr and by replacing a value.
-use super::Comm;
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use std::os::raw::{c_int, c_void};
@@ -102,22 +102,6 @@ pub struct Owner<'a> {
     pub kind: Kind,
     pub handle: i32,
     pub attrs: &'a Attrs,
-}
-
-impl<'a> From<&'a std::sync::Arc<Comm>> for Owner<'a> {
-    fn from(c: &'a std::sync::Arc<Comm>) -> Self {
-        Owner::from(&**c)
-    }
-}
-
-impl<'a> From<&'a Comm> for Owner<'a> {
-    fn from(c: &'a Comm) -> Self {
-        Owner {
-            kind: Kind::Comm,
-            handle: c.handle,
-            attrs: &c.attrs,
-        }
-    }
 }
 
 pub type CopyFn =
