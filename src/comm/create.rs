@@ -10,8 +10,8 @@
 //! all members fail with the same error and the leaders that got a context give it back.
 //! The parent stays in step, and a program that frees communicators can go on.
 use super::{get, register, Comm};
-use crate::attr;
 use crate::abi::*;
+use crate::attr;
 use crate::coll::Chan;
 use crate::error::{err, MpiResult};
 use std::sync::atomic::Ordering;

@@ -434,4 +434,3 @@ impl<'a> From<&'a Comm> for crate::attr::Owner<'a> {
         }
     }
 }
-

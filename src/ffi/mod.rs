@@ -106,5 +106,34 @@ pub fn enter<F: FnOnce() -> MpiResult<()>>(name: &'static str, errcomm: i32, f: 
             )
         }
     };
-    crate::runtime::handle_error(name, errcomm, e)
+    handle_error(name, errcomm, e)
+}
+
+/// Hands an error to the error handler of `comm` (or of MPI_COMM_WORLD) and returns the
+/// error code the entry point returns.
+pub fn handle_error(func: &str, comm: i32, e: MpiError) -> i32 {
+    let (code, full) = crate::runtime::error_code(func, &e);
+    let eh = if crate::runtime::state() == crate::runtime::INITIALIZED {
+        crate::comm::errhandler_for_error(comm)
+    } else {
+        crate::abi::MPI_ERRORS_ARE_FATAL
+    };
+    match eh {
+        crate::abi::MPI_ERRORS_RETURN => code,
+        crate::abi::MPI_ERRORS_ARE_FATAL | crate::abi::MPI_ERRORS_ABORT => {
+            crate::process::say(&format!("shmpi: fatal error: {full}"));
+            crate::runtime::fatal_stop()
+        }
+        user => {
+            let c = if crate::runtime::state() == crate::runtime::INITIALIZED
+                && crate::comm::is_valid(comm)
+            {
+                comm
+            } else {
+                crate::abi::MPI_COMM_WORLD
+            };
+            crate::comm::call_user_errhandler(user, c, code);
+            code
+        }
+    }
 }

@@ -272,6 +272,9 @@ pub struct Arena {
     base: NonNull<u8>,
     len: usize,
     pub lay: Layout,
+    /// Whether mpiexec started this process (not a singleton): a process whose
+    /// launcher is gone is orphaned and stops.
+    pub launched: bool,
 }
 
 // SAFETY: the arena is shared memory accessed only through atomics and through byte
@@ -302,6 +305,7 @@ impl Arena {
             base: NonNull::new(p as *mut u8).unwrap(),
             len: lay.total,
             lay,
+            launched: false,
         })
     }
 
@@ -325,6 +329,17 @@ impl Arena {
             base: NonNull::new(p as *mut u8).unwrap(),
             len,
             lay: Layout::new(1, 1),
+            launched: false,
+        }
+    }
+
+    /// Called while waiting: if the job is being torn down (a rank aborted, so
+    /// mpiexec stops every rank, or mpiexec itself is gone), leaves quietly with a
+    /// failure status.
+    pub fn check_job_alive(&self) {
+        // SAFETY: getppid has no preconditions.
+        if self.abort_record().is_some() || (self.launched && unsafe { libc::getppid() } == 1) {
+            crate::process::exit_process(1);
         }
     }
 

@@ -306,7 +306,7 @@ impl<'a> Backoff<'a> {
                 return;
             }
         }
-        crate::runtime::check_job_alive();
+        self.arena.check_job_alive();
         // From now on the looks at the awaited condition (the re-check below, the
         // caller's polls after the sleep) may also ask whether it can still come true.
         let before = SLOW.replace(true);

@@ -8,7 +8,7 @@ use std::os::raw::{c_char, c_double, c_int, c_void};
 use std::sync::atomic::Ordering;
 
 mpi_entry!(MPI_Init, PMPI_Init, (_argc: *mut c_int, _argv: *mut *mut *mut c_char), errcomm = MPI_COMM_WORLD, {
-    runtime::init(MPI_THREAD_SINGLE).map(|_| ())
+    crate::init::init(MPI_THREAD_SINGLE).map(|_| ())
 });
 
 mpi_entry!(MPI_Init_thread, PMPI_Init_thread, (_argc: *mut c_int, _argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int), errcomm = MPI_COMM_WORLD, {
@@ -18,7 +18,7 @@ mpi_entry!(MPI_Init_thread, PMPI_Init_thread, (_argc: *mut c_int, _argv: *mut *m
     if provided.is_null() {
         return Err(err(MPI_ERR_ARG, "provided is NULL"));
     }
-    let p = runtime::init(required)?;
+    let p = crate::init::init(required)?;
     check::out(provided, p, "provided")
 });
 
@@ -31,13 +31,13 @@ mpi_entry!(MPI_Finalized, PMPI_Finalized, (flag: *mut c_int), errcomm = MPI_COMM
 });
 
 mpi_entry!(MPI_Finalize, PMPI_Finalize, (), errcomm = MPI_COMM_WORLD, {
-    runtime::finalize()
+    crate::init::finalize()
 });
 
 mpi_entry!(MPI_Abort, PMPI_Abort, (comm: i32, errorcode: c_int), errcomm = MPI_COMM_WORLD, {
     let _ = comm;
     let r = runtime::rank_for_messages();
-    runtime::say(&format!("shmpi: rank {r} called MPI_Abort with error code {errorcode}"));
+    crate::process::say(&format!("shmpi: rank {r} called MPI_Abort with error code {errorcode}"));
     runtime::abort_job(errorcode)
 });
 
@@ -198,7 +198,7 @@ mpi_entry!(MPI_Comm_call_errhandler, PMPI_Comm_call_errhandler, (comm: i32, erro
         MPI_ERRORS_RETURN => Ok(()),
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => {
             let s = crate::error::code_string(errorcode).unwrap_or_else(|| format!("error code {errorcode}"));
-            runtime::say(&format!("shmpi: rank {}: fatal error (MPI_Comm_call_errhandler): {s}", c.rank));
+            crate::process::say(&format!("shmpi: rank {}: fatal error (MPI_Comm_call_errhandler): {s}", c.rank));
             runtime::abort_job(1)
         }
         eh => {
