@@ -132,6 +132,10 @@ pub fn init(required: i32) -> MpiResult<i32> {
     crate::shm::wait::bind_oversubscribed(rank, oversubscribed);
     let generation = num("SHMPI_GENERATION", 0)? as u64;
     crate::p2p::init(slots, base + size, generation);
+    crate::progress::install(crate::progress::Hooks {
+        engine: crate::p2p::progress,
+        pending: &[crate::coll::nb::poll_all],
+    });
     crate::comm::init_predefined(rank, base, size, world_ctx, slots);
     if let Some((ctx, group)) = parent {
         crate::comm::spawn::init_parent(ctx, group)?;

@@ -13,5 +13,6 @@ pub mod op;
 pub mod p2p;
 pub mod pin;
 pub mod process;
+pub mod progress;
 pub mod runtime;
 pub mod shm;

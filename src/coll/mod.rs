@@ -25,13 +25,13 @@ pub mod ring;
 use crate::comm::Comm;
 use crate::error::MpiResult;
 use crate::runtime::Job;
+use crate::shm::proto::chan_mark;
 use crate::shm::proto::ChanCtl;
-use crate::shm::proto::{chan_mark, ANY};
-use crate::shm::wait::{notify_all, Backoff};
+use crate::shm::wait::notify_all;
 use std::future::Future;
-use std::pin::{pin, Pin};
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 /// A member's handle on the channel of one communicator during one collective.
 pub struct Chan<'a> {
@@ -112,13 +112,13 @@ impl<'a> Chan<'a> {
 
     /// `Poll::Pending`, for a wait that only a counter of this channel reaching `s` can
     /// end: a blocking call that goes to sleep then asks to be woken only by such a
-    /// publication ([`block_on`]).
+    /// publication (`crate::progress::block_on`).
     ///
     /// In the slow phase of the wait (shm/wait.rs `in_slow_wait`) it also looks at the
     /// members that have not reached `s`: if one of them has entered MPI_Finalize, it
-    /// never will, and the collective ends with an error ([`abandoned`]).
+    /// never will, and the collective ends with an error (`crate::progress::abandon`).
     fn waits_for<T>(&self, s: u64) -> Poll<T> {
-        WANT.set(chan_mark(self.comm.ctx, s));
+        crate::progress::waits_for(chan_mark(self.comm.ctx, s));
         if crate::shm::wait::in_slow_wait() {
             self.check_finalizing(s);
         }
@@ -140,7 +140,7 @@ impl<'a> Chan<'a> {
                 && !ctl.reached(a, i, s)
         });
         if let Some(i) = gone {
-            ABANDONED.set(Some(self.finalized_member_error(i)));
+            crate::progress::abandon(self.finalized_member_error(i));
         }
     }
 
@@ -487,110 +487,10 @@ pub async fn turn(comm: &Comm, ticket: u64) -> Turn<'_> {
     Turn { comm }
 }
 
-thread_local! {
-    /// The wake mark (shm/proto.rs `chan_mark`) of what the collective polled last by
-    /// [`block_on`] waits for, or `ANY`.
-    static WANT: std::cell::Cell<u64> = const { std::cell::Cell::new(ANY) };
-    /// Why the collective polled last can never complete (`Chan::waits_for`), for the
-    /// one that polled it ([`block_on`], nb.rs) to end it with.
-    static ABANDONED: std::cell::Cell<Option<crate::error::MpiError>> =
-        const { std::cell::Cell::new(None) };
-}
-
-/// Before a poll of a collective (by [`block_on`] or nb.rs): forgets what an earlier
-/// poll, of this or another collective, recorded for [`abandoned`].
-#[inline]
-pub fn before_poll() {
-    if crate::shm::wait::in_slow_wait() {
-        ABANDONED.take();
-    }
-}
-
-/// After a poll of a collective that returned `Pending` (with [`before_poll`] before
-/// it): the error to end it with if it can never complete (seen only in the slow phase
-/// of a wait).
-#[inline]
-pub fn abandoned() -> Option<crate::error::MpiError> {
-    if crate::shm::wait::in_slow_wait() {
-        ABANDONED.take()
-    } else {
-        None
-    }
-}
-
-/// Runs a collective to completion in place: polls it, running the progress engine
-/// (point-to-point and outstanding nonblocking collectives) and backing off between
-/// polls, sleeping on the doorbell after a while.
-pub fn block_on<T, F: Future<Output = MpiResult<T>>>(fut: F) -> MpiResult<T> {
-    let mut fut = pin!(fut);
-    let waker = Waker::noop();
-    let mut cx = Context::from_waker(waker);
-    before_poll();
-    if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-        return v;
-    }
-    let job = crate::runtime::job_any().expect("MPI is initialised");
-    let mut b = Backoff::new(&job.arena, job.rank, job.policy());
-    let mut out = None;
-    let mut polls = 0u32;
-    loop {
-        // Point-to-point and other nonblocking operations progress too (a peer may wait
-        // for our rendezvous send to reach a collective), but a collective step is what
-        // we wait for: run the rest of the engine on every 8th poll, not on the first
-        // (a peer that arrives during it goes unnoticed until it is done, and most
-        // steps of a small collective complete within a few polls).
-        polls = polls.wrapping_add(1);
-        if polls.is_multiple_of(8) {
-            crate::p2p::progress();
-        }
-        // What the collective waits for, if it says (`Chan::waits_for`): point-to-point
-        // publications and other channels' wake the rank regardless, so the engine's
-        // other operations still progress.
-        WANT.set(ANY);
-        before_poll();
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        if let Some(e) = abandoned() {
-            return Err(e);
-        }
-        let want = WANT.get();
-        b.pause_for(want, || {
-            // Called only just before the rank sleeps: the rest of the engine may have
-            // work that needs no other rank (a queued send, the next segment of a
-            // rendezvous it was woken for), and nobody would wake the rank for it.
-            crate::p2p::progress();
-            WANT.set(ANY);
-            before_poll();
-            match fut.as_mut().poll(&mut cx) {
-                Poll::Ready(v) => {
-                    out = Some(v);
-                    true
-                }
-                // The re-check before sleeping may take the collective further (it
-                // arrives at its next step): then the rank would sleep with the mark of
-                // a wait that is over, and the publication it now waits for, of another
-                // step, would not wake it. Do not sleep; the loop polls again and sleeps
-                // with the new mark.
-                Poll::Pending => match abandoned() {
-                    Some(e) => {
-                        out = Some(Err(e));
-                        true
-                    }
-                    None => WANT.get() != want,
-                },
-            }
-        });
-        if let Some(v) = out.take() {
-            return v;
-        }
-    }
-}
-
 /// Runs one blocking collective on `comm`: waits for its turn, then runs it.
 pub fn run<F: Future<Output = MpiResult<()>>>(comm: &Comm, fut: F) -> MpiResult<()> {
     let t = ticket(comm);
-    block_on(async {
+    crate::progress::block_on(async {
         let _turn = turn(comm, t).await;
         fut.await
     })

@@ -1,6 +1,6 @@
 //! Nonblocking collectives: the collective's future (the same `async fn` the blocking
 //! call runs) is stored with its request and polled by the progress engine, which every
-//! MPI call that waits or tests runs. Collectives on one communicator take their turns
+//! MPI call that waits or tests runs (a hook of crate::progress). Collectives on one communicator take their turns
 //! in issue order (see `Turn`), so several may be outstanding and the user may wait for
 //! them in any order.
 use crate::error::{MpiError, MpiResult};
@@ -11,7 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 
 pub type CollFuture = Pin<Box<dyn Future<Output = MpiResult<()>> + Send>>;
 
@@ -39,13 +39,9 @@ pub fn start(comm: &std::sync::Arc<crate::comm::Comm>, fut: CollFuture) -> MpiRe
         t.push(Pending { id, fut: Some(fut) });
         PENDING_COUNT.store(t.len(), Ordering::Release);
     }
+    crate::progress::note_started(1);
     poll_all();
     Ok(id)
-}
-
-/// Whether any nonblocking collective is outstanding.
-pub fn any_pending() -> bool {
-    PENDING_COUNT.load(Ordering::Acquire) != 0
 }
 
 /// Polls every outstanding nonblocking collective once, in issue order. Futures are
@@ -64,14 +60,11 @@ pub fn poll_all() {
     let mut done = Vec::new();
     let mut back = Vec::new();
     for (id, mut f) in taken {
-        super::before_poll();
-        match f.as_mut().poll(&mut cx) {
-            Poll::Ready(r) => done.push((id, r)),
-            // It can never complete (a member it waits for entered MPI_Finalize).
-            Poll::Pending => match super::abandoned() {
-                Some(e) => done.push((id, Err(e))),
-                None => back.push((id, f)),
-            },
+        // (an error too if it can never complete: a member it waits for entered
+        // MPI_Finalize)
+        match crate::progress::poll_once(f.as_mut(), &mut cx) {
+            Ok(r) => done.push((id, r)),
+            Err(_) => back.push((id, f)),
         }
     }
     {
@@ -84,6 +77,7 @@ pub fn poll_all() {
         t.retain(|p| !done.iter().any(|(id, _)| *id == p.id));
         PENDING_COUNT.store(t.len(), Ordering::Release);
     }
+    crate::progress::note_done(done.len());
     for (id, r) in done {
         if let Err(e) = &r {
             ERRORS

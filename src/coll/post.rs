@@ -251,9 +251,11 @@ impl Chan<'_> {
     fn post_wait_now(&self, s: u64, desc: Option<[u64; 3]>, wait: Wait) -> MpiResult<()> {
         match wait {
             Wait::Nobody => Ok(()),
-            Wait::One(r) => super::block_on(std::future::poll_fn(|_| self.one_arrived(r, s, desc))),
+            Wait::One(r) => {
+                crate::progress::block_on(std::future::poll_fn(|_| self.one_arrived(r, s, desc)))
+            }
             Wait::All => {
-                super::block_on(self.all_arrived(s, desc))?;
+                crate::progress::block_on(self.all_arrived(s, desc))?;
                 self.synced(s);
                 Ok(())
             }

@@ -85,7 +85,7 @@ pub fn split(parent: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<C
         return super::inter::split(parent, color, key);
     }
     let t = crate::coll::ticket(parent);
-    crate::coll::block_on(split_in_turn(parent, t, color, key))
+    crate::progress::block_on(split_in_turn(parent, t, color, key))
 }
 
 /// MPI_Comm_split of an intracommunicator once this process's collective ticket `t`
@@ -160,7 +160,7 @@ async fn split_in_turn(
 /// copy callbacks.
 pub fn dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
     let t = crate::coll::ticket(parent);
-    crate::coll::block_on(dup_in_turn(parent, t))
+    crate::progress::block_on(dup_in_turn(parent, t))
 }
 
 /// MPI_Comm_dup once the collective ticket `t` (taken at the call) is served: the body
@@ -189,7 +189,7 @@ pub async fn dup_in_turn(parent: &Arc<Comm>, t: u64) -> MpiResult<Arc<Comm>> {
 /// callback runs). Collective over `parent`, in its turn.
 pub fn context_dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
     let t = crate::coll::ticket(parent);
-    crate::coll::block_on(async {
+    crate::progress::block_on(async {
         let c = if parent.is_inter() {
             super::inter::split_in_turn(parent, t, 0, parent.rank as i32).await?
         } else {

@@ -133,10 +133,10 @@ pub fn merge(inter: &Arc<Comm>, high: bool) -> MpiResult<Arc<Comm>> {
         )
     })?;
     let t = crate::coll::ticket(inter);
-    let _turn = crate::coll::block_on(async { Ok(crate::coll::turn(inter, t).await) })?;
-    let ch = crate::coll::block_on(Chan::open(inter))?;
+    let _turn = crate::progress::block_on(async { Ok(crate::coll::turn(inter, t).await) })?;
+    let ch = crate::progress::block_on(Chan::open(inter))?;
     ch.put_args(&[high as u64]);
-    crate::coll::block_on(ch.step())?;
+    crate::progress::block_on(ch.step())?;
     let local_high = ch.peer_args(inter.chan_of_local(0), 0) != 0;
     let remote_high = ch.peer_args(inter.chan_of_remote(0), 0) != 0;
     let local_first = if local_high == remote_high {
@@ -166,7 +166,7 @@ pub fn merge(inter: &Arc<Comm>, high: bool) -> MpiResult<Arc<Comm>> {
     } else {
         NO_CHANNEL
     }]);
-    crate::coll::block_on(ch.step())?;
+    crate::progress::block_on(ch.step())?;
     let ctx = ch.peer_args(first_chan, 0);
     // One allocation, whose outcome every member reads.
     if ctx == NO_CHANNEL {
@@ -184,7 +184,7 @@ pub fn merge(inter: &Arc<Comm>, high: bool) -> MpiResult<Arc<Comm>> {
 /// chose that colour; if either side is empty the result is MPI_COMM_NULL.
 pub fn split(inter: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<Comm>>> {
     let t = crate::coll::ticket(inter);
-    crate::coll::block_on(split_in_turn(inter, t, color, key))
+    crate::progress::block_on(split_in_turn(inter, t, color, key))
 }
 
 /// MPI_Comm_split of an intercommunicator once the collective ticket `t` (taken at the

@@ -608,7 +608,7 @@ pub fn dist_create(parent: &Arc<Comm>, mine: &[Edge], weighted: bool) -> MpiResu
 fn allgather_bytes(c: &Arc<Comm>, mine: &[u8], flag: u64) -> MpiResult<(Vec<Vec<u8>>, Vec<u64>)> {
     use crate::coll::{self, agree, gather, Chan};
     let t = coll::ticket(c);
-    coll::block_on(async {
+    crate::progress::block_on(async {
         let _turn = coll::turn(c, t).await;
         c.set_desc(agree::Desc::kind(agree::KIND_COMM_CTOR));
         let ch = Chan::open(c).await?;

@@ -1251,7 +1251,7 @@ pub fn send_now(
     dest: i32,
     tag: i32,
 ) -> MpiResult<bool> {
-    if dest == MPI_PROC_NULL || crate::coll::nb::any_pending() {
+    if dest == MPI_PROC_NULL || crate::progress::any_pending() {
         return Ok(false);
     }
     with_engine(|e, job| {
@@ -1480,11 +1480,10 @@ fn irecv_ctx(
     })
 }
 
-/// Runs the progress engine once: point-to-point, then the outstanding nonblocking
-/// collectives.
+/// One pass of the point-to-point engine: the progress hook it installs
+/// (`crate::progress`; the whole engine's pass is `crate::progress::pass`).
 pub fn progress() {
     let _ = with_engine(|e, job| e.progress(job));
-    crate::coll::nb::poll_all();
 }
 
 /// Registers the request of a nonblocking collective (completed by `complete_coll`).
@@ -1589,7 +1588,7 @@ pub fn test(id: ReqId) -> MpiResult<Option<Status>> {
 /// for a generalized request, which belongs to no communicator (its errors go to the
 /// completion call's own handler, MPI_COMM_WORLD's).
 pub fn test_on(id: ReqId) -> MpiResult<Option<(Status, Option<i32>)>> {
-    crate::coll::nb::poll_all();
+    crate::progress::poll_pending();
     with_engine(|e, job| {
         if !e.req(id).complete {
             e.progress(job);
@@ -1614,7 +1613,7 @@ pub fn test_on(id: ReqId) -> MpiResult<Option<(Status, Option<i32>)>> {
 
 /// True if request `id` is complete (does not free it).
 pub fn is_complete(id: ReqId) -> bool {
-    crate::coll::nb::poll_all();
+    crate::progress::poll_pending();
     with_engine(|e, job| {
         if !e.req(id).complete {
             e.progress(job);
@@ -1710,7 +1709,7 @@ pub fn wait_until(mut cond: impl FnMut() -> bool) -> MpiResult<()> {
     let job = crate::runtime::job()?;
     let mut b = Backoff::new(&job.arena, job.rank, job.policy());
     loop {
-        progress();
+        crate::progress::pass();
         if cond() {
             return Ok(());
         }
@@ -1718,7 +1717,7 @@ pub fn wait_until(mut cond: impl FnMut() -> bool) -> MpiResult<()> {
         // the re-check before sleeping succeeds, that is the result.
         let mut done = false;
         b.pause(|| {
-            progress();
+            crate::progress::pass();
             fail_orphaned(None);
             done = cond();
             done
