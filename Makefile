@@ -71,7 +71,8 @@ demo: deps build
 
 # Every test: Rust unit and integration tests, then the C (and Fortran) programs under
 # mpiexec (also built with MPICH and run on MPICH), then the clients in clients/LIST
-# (rsmpi, mpi4py, CMake, PMPI). The last line is the C suite's `N passed, N failed`.
+# (PMPI, CMake, make install and a moved tree, meson, autoconf-style checks, rsmpi,
+# mpi4py). The last line is the C suite's `N passed, N failed`.
 test: deps build
 	$(CARGO) test --release -q --lib --bins --test abi_header --test launcher --test failures --test fuzz --test loom
 	tests/sanitize/run.sh quick
