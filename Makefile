@@ -128,4 +128,4 @@ bench-overlap: deps build
 
 clean:
 	$(CARGO) clean
-	rm -rf $(PREFIX)
+	rm -rf $(CURDIR)/build
