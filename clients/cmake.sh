@@ -16,6 +16,7 @@ timeout 300 cmake --build "$out"
 for np in 1 2 4; do
   timeout 60 "$P/bin/mpiexec" -n $np --timeout 30 "$out/hello_c"
   timeout 60 "$P/bin/mpiexec" -n $np --timeout 30 "$out/hello_f"
+  timeout 60 "$P/bin/mpiexec" -n $np --timeout 30 "$out/boz_mismatch_f77"
 done
 
 echo "== against an installed, moved tree on PATH"

@@ -25,5 +25,10 @@ for p in hello_c hello_f hello_c_pc hello_f_pc; do
   echo "$out"
   case "$out" in *"np=3 MPI 3.1"*": ok"*) ;; *) fail "$p np=3: $out";; esac
 done
+for p in boz boz_pc; do
+  out=$(timeout 60 "$T/bin/mpiexec" -n 2 --timeout 30 "$tmp/build/$p") || fail "$p np=2: $out"
+  echo "$out" | grep -qx "REAL, INTEGER and DOUBLE PRECISION buffers through one MPI_SEND: pairs=1 failures=0" \
+    || fail "$p np=2: $out"
+done
 cd "$root"
 echo "meson: ok"
