@@ -3,12 +3,12 @@ PREFIX ?= $(CURDIR)/build
 CARGO  ?= cargo
 LIB     = target/release/libshmpi.so
 
-.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal clean install-tree install-fortran fuzz sanitize
+.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal clean install install-tree install-fortran install-pkgconfig fuzz sanitize
 
 all: build
 
 # System packages the build and the tests need (Debian): installed only when missing.
-DEB_PKGS = gcc g++ gfortran make mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev python3 python3-venv python3-dev cmake valgrind
+DEB_PKGS = gcc g++ gfortran make mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev python3 python3-venv python3-dev cmake valgrind meson ninja-build pkg-config
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
@@ -20,6 +20,7 @@ deps:
 	fi
 
 # The C library first: the Fortran library (workspace member fortran/) links against it.
+# The tree goes to $(PREFIX) (build/ unless given): bin, include, lib, lib/pkgconfig.
 build:
 	$(CARGO) build --release --lib --bins
 	$(CARGO) build --release -p shmpi-fortran
@@ -34,6 +35,21 @@ install-tree:
 	@cd $(PREFIX)/bin && ln -sf mpiexec mpirun && ln -sf mpicc mpicxx
 	@echo "built: $(PREFIX)/lib/libmpi.so.12, $(PREFIX)/include/mpi.h, $(PREFIX)/bin/{mpiexec,mpirun,mpicc,mpicxx}"
 	@$(MAKE) --no-print-directory install-fortran
+	@$(MAKE) --no-print-directory install-pkgconfig
+
+# `make install PREFIX=/opt/shmpi`: builds, then installs the tree there. The tree is
+# relocatable (the wrappers and mpiexec find it from their own path, the libraries
+# each other by $ORIGIN, the .pc files by ${pcfiledir}): it can be moved or copied
+# as a whole afterwards (docs/install.md).
+install: build
+
+# pkg-config files (build_support/pkgconfig.sh): shmpi.pc, shmpi-fort.pc and the
+# generic mpi.pc, mpi-c.pc, mpi-cxx.pc, mpi-fort.pc.
+VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+install-pkgconfig:
+	@mpi=$$(sed -n 's/^#define MPI_VERSION \([0-9]*\)$$/\1/p' target/generated/mpi.h).$$(sed -n 's/^#define MPI_SUBVERSION \([0-9]*\)$$/\1/p' target/generated/mpi.h); \
+	  build_support/pkgconfig.sh $(PREFIX)/lib/pkgconfig $(VERSION) $$mpi "$(FC)"
+	@echo "built: $(PREFIX)/lib/pkgconfig/{shmpi,shmpi-fort,mpi,mpi-c,mpi-cxx,mpi-fort}.pc (shmpi $(VERSION), MPI $$(pkg-config --variable=mpi_version $(PREFIX)/lib/pkgconfig/shmpi.pc 2>/dev/null || echo ?))"
 
 # The Fortran binding: libmpifort.so.12 (+ Debian's libmpichfort names), mpif.h, mpi.mod
 # (compiled here from the generated mpi.f90) and the mpif77/mpif90/mpifort wrappers.
@@ -55,7 +71,8 @@ demo: deps build
 
 # Every test: Rust unit and integration tests, then the C (and Fortran) programs under
 # mpiexec (also built with MPICH and run on MPICH), then the clients in clients/LIST
-# (rsmpi, mpi4py, CMake, PMPI). The last line is the C suite's `N passed, N failed`.
+# (PMPI, CMake, make install and a moved tree, meson, autoconf-style checks, rsmpi,
+# mpi4py). The last line is the C suite's `N passed, N failed`.
 test: deps build
 	$(CARGO) test --release -q --lib --bins --test abi_header --test launcher --test failures --test fuzz --test loom
 	tests/sanitize/run.sh quick
@@ -111,4 +128,4 @@ bench-overlap: deps build
 
 clean:
 	$(CARGO) clean
-	rm -rf $(PREFIX)
+	rm -rf $(CURDIR)/build

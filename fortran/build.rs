@@ -8,7 +8,8 @@
 //!   `mpi.f90` is compiled by gfortran into `mpi.mod`).
 //!
 //! It also links the library against the C library (`libmpi.so.12`, the soname of
-//! `target/release/libshmpi.so`) and gives it the soname `libmpifort.so.12`.
+//! `target/release/libshmpi.so`), gives it the soname `libmpifort.so.12` and a RUNPATH
+//! of `$ORIGIN` (the C library is installed in the same directory).
 
 use std::env;
 use std::fmt::Write as _;
@@ -60,6 +61,11 @@ fn main() {
         );
     }
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmpifort.so.12");
+    // libmpi.so.12 is installed next to libmpifort.so.12: a RUNPATH of $ORIGIN finds it
+    // wherever the tree is (an executable's own RUNPATH covers only its direct
+    // dependencies, so a program started without mpiexec or LD_LIBRARY_PATH needs this).
+    println!("cargo:rustc-cdylib-link-arg=-Wl,--enable-new-dtags");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,$ORIGIN");
 }
 
 fn write_if_changed(p: &Path, s: &str) {

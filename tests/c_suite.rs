@@ -17,7 +17,8 @@
 //!
 //! clients/LIST names scripts, one case each (`name [timeout=SEC]`): `clients/NAME.sh`
 //! runs with bash in the repository root and fails with a non-zero status (rsmpi,
-//! mpi4py, CMake's FindMPI, PMPI interposition). They run one at a time after the
+//! mpi4py, CMake's FindMPI, meson, autoconf-style checks, `make install` and a moved
+//! tree, PMPI interposition). They run one at a time after the
 //! programs, as they build things of their own.
 //!
 //! The library and the wrappers are built by the Makefile before this runs. The

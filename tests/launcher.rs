@@ -689,6 +689,7 @@ fn wrapper(name: &str, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, Str
         "MPICH_F90",
         "OMPI_FC",
         "SHMPI_FC",
+        "SHMPI_FCFLAGS",
         "SHMPI_PREFIX",
     ] {
         cmd.env_remove(k);
@@ -811,6 +812,158 @@ fn mpicc_builds_and_links_against_its_prefix() {
         &[],
     );
     assert_ne!(code, Some(0));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The major version of the default gfortran (None: not installed).
+fn gfortran_major() -> Option<u32> {
+    let out = Command::new("gfortran").arg("-dumpversion").output().ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .split('.')
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn wrapper_versions_name_shmpi_and_mpi_3_1() {
+    let v = env!("CARGO_PKG_VERSION");
+    let d = scratch("versions");
+    std::fs::create_dir_all(d.join("bin")).unwrap();
+    for (name, lang) in [("mpicc", "C"), ("mpicxx", "C++"), ("mpif90", "Fortran")] {
+        let exe = d.join("bin").join(name);
+        std::fs::copy(MPICC, &exe).unwrap();
+        let exe = exe.to_str().unwrap();
+        // Open MPI's form, with one dash (CMake's FindMPI) or two (meson).
+        let want = format!("{name}: shmpi {v} (MPI 3.1, Language: {lang})");
+        for opt in ["-showme:version", "--showme:version"] {
+            let (code, out, _) = wrapper(exe, &[opt], &[]);
+            assert_eq!(code, Some(0), "{name} {opt}");
+            assert_eq!(out.trim(), want, "{name} {opt}");
+        }
+        // MPICH's form: the wrapper's line, then the compiler's own -v (on stderr).
+        let (code, out, err) = wrapper(exe, &["-v"], &[]);
+        assert_eq!(code, Some(0), "{name} -v: {err}");
+        assert_eq!(
+            out.lines().next(),
+            Some(format!("{name} for shmpi version {v} (MPI 3.1)").as_str()),
+            "{out}"
+        );
+        assert!(
+            err.contains(" version "),
+            "{name} -v ran no compiler: {err}"
+        );
+    }
+    // The version as meson reads it (the first `\d+.\d+.\d+` of -showme:version and of
+    // the first line of -v): the package version, never the MPI version.
+    let cc = d.join("bin/mpicc");
+    let cc = cc.to_str().unwrap();
+    let (_, out, _) = wrapper(cc, &["-showme:version"], &[]);
+    let first = out
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find(|w| w.matches('.').count() >= 2)
+        .unwrap();
+    assert_eq!(first, v);
+    // --version: the compiler's banner unchanged (tools read its first line), then ours.
+    let (code, out, _) = wrapper(cc, &["--version"], &[]);
+    assert_eq!(code, Some(0));
+    let plain = Command::new("cc").arg("--version").output().unwrap();
+    let plain = String::from_utf8_lossy(&plain.stdout).into_owned();
+    assert!(out.starts_with(&plain), "{out}");
+    assert_eq!(
+        out.trim_end().lines().last(),
+        Some(format!("mpicc for shmpi version {v} (MPI 3.1)").as_str())
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn showme_options_take_one_dash_or_two() {
+    for opt in ["compile", "link", "incdirs", "libdirs", "libs", "command"] {
+        let (c1, one, _) = wrapper(MPICC, &[&format!("-showme:{opt}")], &[]);
+        let (c2, two, _) = wrapper(MPICC, &[&format!("--showme:{opt}")], &[]);
+        assert_eq!((c1, c2), (Some(0), Some(0)), "{opt}");
+        assert_eq!(one, two, "{opt}");
+        assert!(!one.trim().is_empty(), "{opt}");
+    }
+    let (_, a, _) = wrapper(MPICC, &["-compile_info"], &[]);
+    let (_, b, _) = wrapper(MPICC, &["-compile-info"], &[]);
+    assert_eq!(a, b);
+    assert!(!a.contains("-lmpi"), "{a}");
+    let (_, a, _) = wrapper(MPICC, &["-link_info"], &[]);
+    let (_, b, _) = wrapper(MPICC, &["-link-info"], &[]);
+    assert_eq!(a, b);
+    assert!(a.contains("-lmpi"), "{a}");
+}
+
+#[test]
+fn fortran_wrappers_pass_mpich_flags_to_gfortran_10() {
+    let Some(major) = gfortran_major() else {
+        eprintln!("no gfortran: skipped");
+        return;
+    };
+    let d = scratch("fflags");
+    std::fs::create_dir_all(d.join("bin")).unwrap();
+    let flags = ["-fallow-argument-mismatch", "-fallow-invalid-boz"];
+    for name in ["mpif77", "mpif90", "mpifort"] {
+        let exe = d.join("bin").join(name);
+        std::fs::copy(MPICC, &exe).unwrap();
+        let exe = exe.to_str().unwrap();
+        let (code, out, _) = wrapper(exe, &["-show", "-O2", "x.f"], &[]);
+        assert_eq!(code, Some(0));
+        let w: Vec<&str> = out.split_whitespace().collect();
+        for f in flags {
+            // Present for gfortran 10 or newer, and before the user's arguments (so
+            // that a later -fno-allow-argument-mismatch wins), as MPICH's mpifort has it.
+            assert_eq!(w.contains(&f), major >= 10, "{name}: {out}");
+            if major >= 10 {
+                let at = |s: &str| w.iter().position(|x| *x == s).unwrap();
+                assert!(at(f) < at("-O2"), "{out}");
+            }
+        }
+        let (_, out, _) = wrapper(exe, &["-showme:compile"], &[]);
+        assert_eq!(out.contains(flags[0]), major >= 10, "{out}");
+        // SHMPI_FCFLAGS replaces them; an empty value drops them.
+        let (_, out, _) = wrapper(exe, &["-show", "x.f"], &[("SHMPI_FCFLAGS", "")]);
+        assert!(!out.contains("-fallow"), "{out}");
+        let (_, out, _) = wrapper(exe, &["-show", "x.f"], &[("SHMPI_FCFLAGS", "-g -O0")]);
+        assert!(
+            out.contains(" -g -O0 ") && !out.contains("-fallow"),
+            "{out}"
+        );
+        // Another compiler chosen the MPICH way gets none (cc is not GNU Fortran).
+        let (_, out, _) = wrapper(exe, &["-show", "x.f"], &[("MPICH_FC", "cc")]);
+        assert!(out.starts_with("cc ") && !out.contains("-fallow"), "{out}");
+        let (_, out, _) = wrapper(exe, &["-show", "x.f"], &[("MPICH_F90", "gfortran")]);
+        assert_eq!(out.contains(flags[1]), major >= 10, "{out}");
+    }
+    // Never for C.
+    let (_, out, _) = wrapper(MPICC, &["-show", "x.c"], &[]);
+    assert!(!out.contains("-fallow"), "{out}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn wrapper_finds_its_tree_through_a_symlink() {
+    // A link elsewhere (/usr/local/bin/mpicc -> TREE/bin/mpicc) still means TREE.
+    let d = scratch("symlink");
+    std::fs::create_dir_all(d.join("tree/bin")).unwrap();
+    std::fs::create_dir_all(d.join("elsewhere")).unwrap();
+    let real = d.join("tree/bin/mpicc");
+    std::fs::copy(MPICC, &real).unwrap();
+    let link = d.join("elsewhere/mpif90");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let (_, out, _) = wrapper(link.to_str().unwrap(), &["-showme:incdirs"], &[]);
+    let tree = d.canonicalize().unwrap().join("tree");
+    assert_eq!(out.trim(), tree.join("include").to_str().unwrap());
+    let (_, out, _) = wrapper(link.to_str().unwrap(), &["-show", "a.f"], &[]);
+    assert!(out.starts_with("gfortran "), "{out}");
+    // Moved: the same binary answers for its new place.
+    std::fs::rename(d.join("tree"), d.join("moved")).unwrap();
+    let moved = d.join("moved/bin/mpicc");
+    let (_, out, _) = wrapper(moved.to_str().unwrap(), &["-showme:libdirs"], &[]);
+    assert!(out.trim().ends_with("/moved/lib"), "{out}");
     let _ = std::fs::remove_dir_all(&d);
 }
 
