@@ -138,7 +138,7 @@ pub fn init(required: i32) -> MpiResult<i32> {
     });
     crate::comm::init_predefined(rank, base, size, world_ctx, slots);
     if let Some((ctx, group)) = parent {
-        crate::comm::spawn::init_parent(ctx, group)?;
+        crate::spawn::init_parent(ctx, group)?;
     }
     set_state(INITIALIZED);
     Ok(provided)

@@ -2,11 +2,8 @@
 //! channel it owns in the arena, unique in the job while the communicator lives), an
 //! error handler and a name. Handles are MPICH's: MPI_COMM_WORLD and MPI_COMM_SELF are
 //! built-in, user communicators are direct handles indexing the table below.
-pub mod create;
 pub mod errhandler;
 pub mod group;
-pub mod inter;
-pub mod spawn;
 pub mod topo;
 
 use crate::abi::*;
@@ -319,12 +316,9 @@ pub fn init_predefined(slot: usize, base: usize, size: usize, world_ctx: usize, 
     }
 }
 
-/// Registers a new communicator and returns it with its handle filled in.
+/// Registers a new communicator and returns it with its handle filled in (through
+/// `create::register`, which connects point-to-point to its members first).
 pub fn register(mut c: Comm) -> Arc<Comm> {
-    // Its members may include processes (spawned ones) this process never heard from.
-    if let Some(&top) = c.chan_members.iter().max() {
-        crate::p2p::connect_up_to(top + 1);
-    }
     let mut t = TABLE.write().unwrap();
     let idx = match t.free.pop() {
         Some(i) => i,
@@ -341,6 +335,8 @@ pub fn register(mut c: Comm) -> Arc<Comm> {
 
 /// Removes a user communicator from the table.
 pub fn unregister(h: i32) {
+    // (the parent handle stops being returned)
+    let _ = PARENT.compare_exchange(h, MPI_COMM_NULL, Ordering::Relaxed, Ordering::Relaxed);
     if let Some(idx) = direct_index(h, OBJ_COMM) {
         let mut t = TABLE.write().unwrap();
         if idx < t.user.len() && t.user[idx].is_some() {
@@ -348,6 +344,20 @@ pub fn unregister(h: i32) {
             t.free.push(idx);
         }
     }
+}
+
+/// The handle of a spawned process's parent intercommunicator (MPI_COMM_NULL: none, or
+/// freed).
+static PARENT: AtomicI32 = AtomicI32::new(MPI_COMM_NULL);
+
+/// Records the parent intercommunicator of a spawned process (spawn.rs).
+pub fn set_parent(h: i32) {
+    PARENT.store(h, Ordering::Relaxed);
+}
+
+/// MPI_Comm_get_parent.
+pub fn parent() -> i32 {
+    PARENT.load(Ordering::Relaxed)
 }
 
 /// The predefined communicators, reachable without the table's lock.

@@ -14,9 +14,9 @@
 //! Supervision is driven by `sigtimedwait`: SIGCHLD and the forwarded signals are
 //! blocked in every mpiexec thread and waited for synchronously, with a short timeout
 //! so that the arena's abort record and the job's deadline are checked promptly.
-use crate::comm::spawn::{self, Cmd, Request};
 use crate::p2p;
 use crate::shm::{self, Arena, STATE_STARTED};
+use crate::spawn::{self, Cmd, Request};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::File;

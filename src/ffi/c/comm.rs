@@ -51,7 +51,8 @@ mpi_entry!(MPI_Comm_get_name, PMPI_Comm_get_name, (comm: i32, comm_name: *mut c_
 // ---------------------------------------------------------------- creation
 
 use crate::attr;
-use crate::comm::{create, group};
+use crate::comm::group;
+use crate::create;
 use std::os::raw::c_void;
 
 fn put_comm(
@@ -242,7 +243,7 @@ mpi_entry!(MPI_Comm_disconnect, PMPI_Comm_disconnect, (comm: *mut i32), errcomm 
     // then it is freed. Completing pending communication on it is the caller's duty.
     crate::runtime::job()?;
     let h = check::inp(comm, "comm")?;
-    crate::comm::spawn::disconnect(h)?;
+    crate::spawn::disconnect(h)?;
     check::out(comm, MPI_COMM_NULL, "comm")
 });
 
@@ -416,16 +417,16 @@ mpi_entry!(MPI_Intercomm_create, PMPI_Intercomm_create, (local_comm: i32, local_
     }
     // peer_comm is significant only at the local leader.
     let peer = if local.rank == leader { check::comm(peer_comm)? } else { local.clone() };
-    let c = crate::comm::inter::create(&local, leader, &peer, remote_leader, tag)?;
+    let c = crate::create::inter::create(&local, leader, &peer, remote_leader, tag)?;
     check::out(newintercomm, c.handle, "newintercomm")
 });
 
 mpi_entry!(MPI_Intercomm_merge, PMPI_Intercomm_merge, (intercomm: i32, high: c_int, newintracomm: *mut i32), errcomm = intercomm, {
-    let c = crate::comm::inter::get_inter(check::comm(intercomm)?.handle)?;
+    let c = crate::create::inter::get_inter(check::comm(intercomm)?.handle)?;
     if newintracomm.is_null() {
         return Err(err(MPI_ERR_ARG, "newintracomm is NULL"));
     }
-    let m = crate::comm::inter::merge(&c, high != 0)?;
+    let m = crate::create::inter::merge(&c, high != 0)?;
     check::out(newintracomm, m.handle, "newintracomm")
 });
 

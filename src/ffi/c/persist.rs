@@ -101,7 +101,7 @@ impl OwnContext {
     /// Duplicates communicator `comm` (collective over it).
     pub fn new(comm: i32) -> MpiResult<OwnContext> {
         let parent = crate::comm::get(comm)?;
-        let own = crate::comm::create::context_dup(&parent)?;
+        let own = crate::create::context_dup(&parent)?;
         Ok(OwnContext { parent, own })
     }
 
@@ -119,7 +119,7 @@ impl OwnContext {
 impl Drop for OwnContext {
     fn drop(&mut self) {
         // (no attributes, so no callback can fail)
-        let _ = crate::comm::create::free(self.own.handle);
+        let _ = crate::create::free(self.own.handle);
     }
 }
 

@@ -2,11 +2,11 @@
 //! (MPI_Comm_disconnect is with the other destructors in comm.rs). The engine is
 //! comm/spawn.rs; here the C arguments are read and checked.
 use crate::abi::*;
-use crate::comm::spawn::{self, Cmd};
 use crate::error::{err, MpiResult};
 use crate::ffi::c::info;
 use crate::ffi::check;
 use crate::mpi_entry;
+use crate::spawn::{self, Cmd};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 
@@ -178,7 +178,7 @@ mpi_entry!(MPI_Comm_spawn_multiple, PMPI_Comm_spawn_multiple, (count: c_int, arr
 
 mpi_entry!(MPI_Comm_get_parent, PMPI_Comm_get_parent, (parent: *mut i32), errcomm = MPI_COMM_WORLD, {
     crate::runtime::job()?;
-    let mut h = spawn::parent();
+    let mut h = crate::comm::parent();
     if h != MPI_COMM_NULL && !crate::comm::is_valid(h) {
         h = MPI_COMM_NULL;
     }

@@ -68,7 +68,7 @@ mpi_entry!(MPI_Cart_create, PMPI_Cart_create, (comm_old: i32, ndims: c_int, dims
     if comm_cart.is_null() {
         return Err(err(MPI_ERR_ARG, "comm_cart is NULL"));
     }
-    put_comm(comm_cart, topo::cart_create(&c, d, &p))
+    put_comm(comm_cart, crate::create::topo::cart_create(&c, d, &p))
 });
 
 mpi_entry!(MPI_Dims_create, PMPI_Dims_create, (nnodes: c_int, ndims: c_int, dims: *mut c_int), errcomm = MPI_COMM_WORLD, {
@@ -128,7 +128,7 @@ mpi_entry!(MPI_Cart_sub, PMPI_Cart_sub, (comm: i32, remain_dims: *const c_int, n
     if newcomm.is_null() {
         return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
     }
-    put_comm(newcomm, topo::cart_sub(&c, &keep))
+    put_comm(newcomm, crate::create::topo::cart_sub(&c, &keep))
 });
 
 mpi_entry!(MPI_Cart_map, PMPI_Cart_map, (comm: i32, ndims: c_int, dims: *const c_int, periods: *const c_int, newrank: *mut c_int), errcomm = comm, {
@@ -165,7 +165,7 @@ mpi_entry!(MPI_Graph_create, PMPI_Graph_create, (comm_old: i32, nnodes: c_int, i
     if comm_graph.is_null() {
         return Err(err(MPI_ERR_ARG, "comm_graph is NULL"));
     }
-    put_comm(comm_graph, topo::graph_create(&c, idx, e))
+    put_comm(comm_graph, crate::create::topo::graph_create(&c, idx, e))
 });
 
 mpi_entry!(MPI_Graph_map, PMPI_Graph_map, (comm: i32, nnodes: c_int, index: *const c_int, edges: *const c_int, newrank: *mut c_int), errcomm = comm, {
@@ -280,7 +280,7 @@ mpi_entry!(MPI_Dist_graph_create_adjacent, PMPI_Dist_graph_create_adjacent, (com
         (Some(sw), Some(dw)) => Topo::Dist { sources: s.to_vec(), sweights: sw, dests: d.to_vec(), dweights: dw, weighted: true },
         _ => Topo::Dist { sources: s.to_vec(), sweights: Vec::new(), dests: d.to_vec(), dweights: Vec::new(), weighted: false },
     };
-    put_comm(comm_dist_graph, topo::dist_adjacent(&c, t).map(Some))
+    put_comm(comm_dist_graph, crate::create::topo::dist_adjacent(&c, t).map(Some))
 });
 
 mpi_entry!(MPI_Dist_graph_create, PMPI_Dist_graph_create, (comm_old: i32, n: c_int, sources: *const c_int, degrees: *const c_int, destinations: *const c_int, weights_: *const c_int, info: i32, reorder: c_int, comm_dist_graph: *mut i32), errcomm = comm_old, {
@@ -309,7 +309,7 @@ mpi_entry!(MPI_Dist_graph_create, PMPI_Dist_graph_create, (comm_old: i32, n: c_i
             k += 1;
         }
     }
-    put_comm(comm_dist_graph, topo::dist_create(&c, &edges, w.is_some()).map(Some))
+    put_comm(comm_dist_graph, crate::create::topo::dist_create(&c, &edges, w.is_some()).map(Some))
 });
 
 mpi_entry!(MPI_Dist_graph_neighbors_count, PMPI_Dist_graph_neighbors_count, (comm: i32, indegree: *mut c_int, outdegree: *mut c_int, weighted: *mut c_int), errcomm = comm, {

@@ -4,10 +4,11 @@
 //! An intercommunicator's channel has both groups as members, group "A" (the one whose
 //! rank 0 has the smaller world rank) first, so the step engine of coll/ serves it
 //! unchanged: a collective names which channel members contribute and which receive.
-use super::create::{alloc_channel as alloc, failed_alloc, no_channel, NOT_ALLOCATING, NO_CHANNEL};
-use super::{get, register, Comm};
+use super::{alloc_channel as alloc, failed_alloc, no_channel, NOT_ALLOCATING, NO_CHANNEL};
 use crate::abi::*;
 use crate::coll::Chan;
+use crate::comm::{get, Comm};
+use crate::create::register;
 use crate::error::{err, MpiResult};
 use crate::p2p::{self, Mode, SendData, UserBuf};
 use std::sync::atomic::Ordering;
@@ -264,14 +265,17 @@ pub async fn dup_in_turn(inter: &Arc<Comm>, t: u64) -> MpiResult<Arc<Comm>> {
     let c = split_in_turn(inter, t, 0, inter.rank as i32)
         .await?
         .expect("every process has colour 0");
-    super::create::copy_attrs_agreed(inter, &c).await?;
+    super::copy_attrs_agreed(inter, &c).await?;
     Ok(c)
 }
 
 /// MPI_Comm_create on an intercommunicator: `group` is a subgroup of the local group
 /// (the same on every local process); the result connects it with the subgroup the
 /// remote processes passed.
-pub fn create_sub(inter: &Arc<Comm>, group: &super::group::Group) -> MpiResult<Option<Arc<Comm>>> {
+pub fn create_sub(
+    inter: &Arc<Comm>,
+    group: &crate::comm::group::Group,
+) -> MpiResult<Option<Arc<Comm>>> {
     let j = crate::runtime::job()?;
     for &w in &group.ranks {
         if !inter.group.contains(&w) {

@@ -9,10 +9,13 @@
 //! every member reads every leader's outcome from the second step, and if any failed,
 //! all members fail with the same error and the leaders that got a context give it back.
 //! The parent stays in step, and a program that frees communicators can go on.
-use super::{get, register, Comm};
+pub mod inter;
+pub mod topo;
+
 use crate::abi::*;
 use crate::attr;
 use crate::coll::Chan;
+use crate::comm::{get, Comm};
 use crate::error::{err, MpiResult};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -61,6 +64,15 @@ pub(super) fn failed_alloc(ch: &Chan, mine: u64) -> Option<usize> {
     Some(failed)
 }
 
+/// Registers a new communicator (`comm::register`), first telling point-to-point about
+/// members it may never have heard from (spawned processes).
+pub fn register(c: Comm) -> Arc<Comm> {
+    if let Some(&top) = c.chan_members.iter().max() {
+        crate::p2p::connect_up_to(top + 1);
+    }
+    crate::comm::register(c)
+}
+
 /// Builds and registers the communicator of `world_ranks` (in rank order) on channel
 /// `ctx`, as seen by the calling process.
 fn make(parent: &Comm, ctx: usize, world_ranks: Vec<usize>) -> Arc<Comm> {
@@ -82,7 +94,7 @@ pub fn split(parent: &Arc<Comm>, color: i32, key: i32) -> MpiResult<Option<Arc<C
         ));
     }
     if parent.is_inter() {
-        return super::inter::split(parent, color, key);
+        return inter::split(parent, color, key);
     }
     let t = crate::coll::ticket(parent);
     crate::progress::block_on(split_in_turn(parent, t, color, key))
@@ -167,7 +179,7 @@ pub fn dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
 /// of the blocking call and of MPI_Comm_idup.
 pub async fn dup_in_turn(parent: &Arc<Comm>, t: u64) -> MpiResult<Arc<Comm>> {
     if parent.is_inter() {
-        return super::inter::dup_in_turn(parent, t).await;
+        return inter::dup_in_turn(parent, t).await;
     }
     let c = split_in_turn(parent, t, 0, parent.rank as i32)
         .await?
@@ -191,7 +203,7 @@ pub fn context_dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
     let t = crate::coll::ticket(parent);
     crate::progress::block_on(async {
         let c = if parent.is_inter() {
-            super::inter::split_in_turn(parent, t, 0, parent.rank as i32).await?
+            inter::split_in_turn(parent, t, 0, parent.rank as i32).await?
         } else {
             split_in_turn(parent, t, 0, parent.rank as i32).await?
         }
@@ -235,9 +247,12 @@ pub async fn copy_attrs_agreed(parent: &Arc<Comm>, c: &Arc<Comm>) -> MpiResult<(
 
 /// MPI_Comm_create: `group` must be a subset of the parent's group; since MPI-2.2
 /// different processes may pass different, disjoint groups.
-pub fn create(parent: &Arc<Comm>, group: &super::group::Group) -> MpiResult<Option<Arc<Comm>>> {
+pub fn create(
+    parent: &Arc<Comm>,
+    group: &crate::comm::group::Group,
+) -> MpiResult<Option<Arc<Comm>>> {
     if parent.is_inter() {
-        return super::inter::create_sub(parent, group);
+        return inter::create_sub(parent, group);
     }
     for &w in &group.ranks {
         if parent.from_world.get(w).copied().unwrap_or(-1) < 0 {
@@ -264,7 +279,7 @@ pub fn create(parent: &Arc<Comm>, group: &super::group::Group) -> MpiResult<Opti
 /// parent's internal context with `tag`.
 pub fn create_group(
     parent: &Arc<Comm>,
-    group: &super::group::Group,
+    group: &crate::comm::group::Group,
     tag: i32,
 ) -> MpiResult<Option<Arc<Comm>>> {
     let j = crate::runtime::job()?;
@@ -325,8 +340,7 @@ pub fn free(h: i32) -> MpiResult<()> {
     }
     let c = get(h)?;
     attr::delete_all(&c)?;
-    super::unregister(h);
-    super::spawn::forget(h);
+    crate::comm::unregister(h);
     c.freed.store(true, std::sync::atomic::Ordering::Relaxed);
     Ok(())
 }
@@ -339,13 +353,13 @@ pub fn compare(a: &Comm, b: &Comm) -> i32 {
     if a.is_inter() != b.is_inter() {
         return MPI_UNEQUAL;
     }
-    let ga = super::group::Group {
+    let ga = crate::comm::group::Group {
         ranks: a.group.clone(),
     };
-    let gb = super::group::Group {
+    let gb = crate::comm::group::Group {
         ranks: b.group.clone(),
     };
-    match super::group::compare(&ga, &gb) {
+    match crate::comm::group::compare(&ga, &gb) {
         MPI_IDENT => {
             if a.remote == b.remote {
                 MPI_CONGRUENT

@@ -9,12 +9,13 @@
 //! intercommunicator (its group, the children's slots, the channel), and each child
 //! builds the same one at MPI_Init from its environment: MPI_Comm_get_parent returns it.
 //! Point-to-point and collectives across it run on the ordinary rings and channel.
-use super::{get, register, Comm};
 use crate::abi::*;
+use crate::comm::{get, Comm};
+use crate::create::register;
 use crate::error::{err, MpiResult};
 use crate::p2p::UserBuf;
 use crate::shm::{Arena, SPAWN_BYTES, SPAWN_OFF};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -372,7 +373,6 @@ pub fn spawn(
 }
 
 /// The parent intercommunicator's handle (MPI_COMM_NULL if none or freed).
-static PARENT: AtomicI32 = AtomicI32::new(MPI_COMM_NULL);
 
 /// At MPI_Init of a spawned process: builds the intercommunicator to the parents.
 pub fn init_parent(ctx: usize, parents: Vec<usize>) -> MpiResult<()> {
@@ -389,18 +389,8 @@ pub fn init_parent(ctx: usize, parents: Vec<usize>) -> MpiResult<()> {
         "MPI_COMM_PARENT",
     );
     let c = register(c);
-    PARENT.store(c.handle, Ordering::Relaxed);
+    crate::comm::set_parent(c.handle);
     Ok(())
-}
-
-/// MPI_Comm_get_parent.
-pub fn parent() -> i32 {
-    PARENT.load(Ordering::Relaxed)
-}
-
-/// Called when a communicator is freed: the parent handle stops being returned.
-pub fn forget(h: i32) {
-    let _ = PARENT.compare_exchange(h, MPI_COMM_NULL, Ordering::Relaxed, Ordering::Relaxed);
 }
 
 /// MPI_Comm_disconnect: waits for every member (so that communication pending on it has
@@ -415,7 +405,7 @@ pub fn disconnect(h: i32) -> MpiResult<()> {
     let c = get(h)?;
     // Over the channel: both groups of an intercommunicator take part.
     crate::coll::run(&c, crate::coll::barrier(&c))?;
-    super::create::free(h)
+    crate::create::free(h)
 }
 
 #[cfg(test)]
