@@ -21,21 +21,11 @@
 //! signatures match, the hashes do not) costs one more step and is not an error.
 use crate::abi::*;
 use crate::error::{err, MpiError};
-use std::sync::OnceLock;
+
+pub use crate::comm::coll_state::{Arg, Desc, FlowEnd, Flows, Pending};
 
 /// "Not compared" marker for a field.
 pub const ANY: u64 = u64::MAX;
-
-/// What one member called.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Desc {
-    pub kind: u16,
-    pub root: u64,
-    pub op: u64,
-    pub dtype: u64,
-    pub bytes: u64,
-    pub extra: u64,
-}
 
 /// The collectives, by kind number (0 means "no descriptor").
 pub const NAMES: &[&str] = &[
@@ -70,39 +60,6 @@ pub const KIND_BCAST: u16 = 2;
 /// Whether collective `kind` moves data pair by pair (its op field carries the flow sum).
 pub fn is_movement(kind: u16) -> bool {
     (9..=17).contains(&kind)
-}
-
-/// What a member publishes with the first step of a collective.
-pub struct Pending {
-    pub desc: Desc,
-    pub flows: Option<Box<Flows>>,
-}
-
-/// Which argument gave a piece's count (for messages).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[repr(u8)]
-pub enum Arg {
-    #[default]
-    SendCount = 0,
-    SendCounts = 1,
-    RecvCount = 2,
-    RecvCounts = 3,
-}
-
-/// One member's side of one pair: what it sends to or expects from a peer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct FlowEnd {
-    pub bytes: u64,
-    pub count: u64,
-    /// The datatype, if predefined (for messages), else 0.
-    pub dtype: i32,
-    /// The element signature ([`signature`]); 0 matches any.
-    pub sig: u32,
-    /// The argument the count comes from, its index (for the array ones), and whether
-    /// the piece is sent in place (from the receive buffer).
-    pub arg: Arg,
-    pub idx: u32,
-    pub in_place: bool,
 }
 
 impl FlowEnd {
@@ -173,14 +130,6 @@ impl FlowEnd {
         let note = if self.in_place { ", MPI_IN_PLACE" } else { "" };
         format!("{arg}={} {tname}{note}", self.count)
     }
-}
-
-/// One member's sides of every pair of a data-movement collective, by peer: `send[j]`
-/// what it sends to j, `recv[i]` what it expects from i (zero bytes: nothing).
-#[derive(Clone, Debug, Default)]
-pub struct Flows {
-    pub send: Vec<FlowEnd>,
-    pub recv: Vec<FlowEnd>,
 }
 
 fn mix(src: usize, dst: usize, bytes: u64, sig: u32) -> u32 {
@@ -344,8 +293,7 @@ fn upper_first(s: &str) -> String {
 }
 
 pub fn enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("SHMPI_CHECK_ARGS").map_or(true, |v| v != "0"))
+    crate::comm::coll_state::checks_enabled()
 }
 
 /// Packs the five logical words into three for the counter's cache line:

@@ -68,10 +68,10 @@ impl<'a> Chan<'a> {
 
     /// The wait of [`Chan::open`], for a collective that already has its `Chan`.
     pub async fn settle(&self) {
-        let last = self.comm.step.load(Ordering::Relaxed);
+        let last = self.comm.coll.step.load(Ordering::Relaxed);
         // (after an ordinary step every member is known to have arrived at it)
-        if self.comm.posted.load(Ordering::Relaxed) == last
-            && self.comm.synced.load(Ordering::Relaxed) < last
+        if self.comm.coll.posted.load(Ordering::Relaxed) == last
+            && self.comm.coll.synced.load(Ordering::Relaxed) < last
         {
             self.all_at(last).await;
         }
@@ -181,14 +181,14 @@ impl<'a> Chan<'a> {
 
     /// Records that every member reached step `s`.
     fn synced(&self, s: u64) {
-        if self.comm.synced.load(Ordering::Relaxed) < s {
-            self.comm.synced.store(s, Ordering::Relaxed);
+        if self.comm.coll.synced.load(Ordering::Relaxed) < s {
+            self.comm.coll.synced.store(s, Ordering::Relaxed);
         }
     }
 
     /// The number of the step about to start (1-based) and its buffer parity.
     pub fn next_step(&self) -> (u64, usize) {
-        let s = self.comm.step.load(Ordering::Relaxed) + 1;
+        let s = self.comm.coll.step.load(Ordering::Relaxed) + 1;
         (s, (s % 2) as usize)
     }
 
@@ -216,7 +216,7 @@ impl<'a> Chan<'a> {
     /// the progress engine (nonblocking calls, [`nb`]). The first step of a collective
     /// also checks that the members agree on its arguments (agree.rs).
     pub async fn step(&self) -> MpiResult<u64> {
-        let pending = self.comm.take_desc();
+        let pending = self.comm.coll.take_desc();
         let (s, _) = self.next_step();
         let flows_disagree = self
             .sync(pending.as_ref().map(|d| agree::pack(d.desc.encode())))
@@ -247,14 +247,14 @@ impl<'a> Chan<'a> {
     /// member's counter, and wakes those who wait for it. Returns the step.
     fn publish(&self, desc: Option<[u64; 3]>) -> u64 {
         let s = self.publish_chunk(desc);
-        self.comm.ordinary_last.store(s, Ordering::Relaxed);
+        self.comm.coll.ordinary_last.store(s, Ordering::Relaxed);
         s
     }
 
     /// [`Chan::publish`] of a step that uses the slots only as a ring broadcast's chunk
     /// (coll/ring.rs), whose readers publish their counter only after reading.
     fn publish_chunk(&self, desc: Option<[u64; 3]>) -> u64 {
-        let s = bump(&self.comm.step, Ordering::Relaxed) + 1;
+        let s = bump(&self.comm.coll.step, Ordering::Relaxed) + 1;
         let a = &self.job.arena;
         self.ctl().arrive(a, self.me, s, desc);
         a.note_step(self.job.rank, s);
@@ -311,7 +311,7 @@ impl<'a> Chan<'a> {
     }
     /// Value `k` member `i` published for the step just completed.
     pub fn peer_args(&self, i: usize, k: usize) -> u64 {
-        let p = (self.comm.step.load(Ordering::Relaxed) % 2) as usize;
+        let p = (self.comm.coll.step.load(Ordering::Relaxed) % 2) as usize;
         self.job
             .arena
             .u64_at(self.args(i) + 32 * p + 8 * k)
@@ -454,8 +454,8 @@ impl<'a> Turn<'a> {
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
         // A collective that took no step leaves its descriptor unused: drop it.
-        drop(self.comm.take_desc());
-        bump(&self.comm.coll_serving, Ordering::Release);
+        drop(self.comm.coll.take_desc());
+        bump(&self.comm.coll.serving, Ordering::Release);
     }
 }
 
@@ -471,13 +471,13 @@ fn bump(c: &std::sync::atomic::AtomicU64, store: Ordering) -> u64 {
 
 /// Takes the next ticket of `comm` (at issue time).
 pub fn ticket(comm: &Comm) -> u64 {
-    bump(&comm.coll_ticket, Ordering::Relaxed)
+    bump(&comm.coll.ticket, Ordering::Relaxed)
 }
 
 /// Waits until `ticket` is served; the returned guard passes the turn on when dropped.
 pub async fn turn(comm: &Comm, ticket: u64) -> Turn<'_> {
     std::future::poll_fn(|_| {
-        if comm.coll_serving.load(Ordering::Acquire) == ticket {
+        if comm.coll.serving.load(Ordering::Acquire) == ticket {
             Poll::Ready(())
         } else {
             Poll::Pending

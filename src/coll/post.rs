@@ -107,7 +107,7 @@ impl Chan<'_> {
     fn room_now(&self, s: u64) -> bool {
         let (ctl, a) = (self.ctl(), &self.job.arena);
         let k = ctl.post_k;
-        if s <= k || self.comm.synced.load(Ordering::Relaxed) >= s + 1 - k {
+        if s <= k || self.comm.coll.synced.load(Ordering::Relaxed) >= s + 1 - k {
             return true;
         }
         match ctl.room(a, self.n, s + k / 2 - 1) {
@@ -128,8 +128,8 @@ impl Chan<'_> {
         wait: Wait,
         read: usize,
     ) -> MpiResult<u64> {
-        let pending = self.comm.take_desc();
-        let s = self.comm.step.load(Ordering::Relaxed) + 1;
+        let pending = self.comm.coll.take_desc();
+        let s = self.comm.coll.step.load(Ordering::Relaxed) + 1;
         self.room(s).await;
         self.prefetch_posts(s, wait, read);
         let desc = pending
@@ -158,16 +158,17 @@ impl Chan<'_> {
         desc: impl FnOnce() -> super::agree::Desc,
     ) -> Option<MpiResult<u64>> {
         let comm = self.comm;
-        if comm.coll_serving.load(Ordering::Acquire) != comm.coll_ticket.load(Ordering::Relaxed) {
+        if comm.coll.serving.load(Ordering::Acquire) != comm.coll.ticket.load(Ordering::Relaxed) {
             return None;
         }
-        let s = comm.step.load(Ordering::Relaxed) + 1;
+        let s = comm.coll.step.load(Ordering::Relaxed) + 1;
         if !self.room_now(s) {
             return None;
         }
         let _turn = super::Turn::take(comm);
         self.prefetch_posts(s, wait, read);
         let desc = comm
+            .coll
             .checks_args()
             .then(|| super::agree::pack(desc().encode()));
         let wait = self.post_arrive(s, desc, fill, wait);
@@ -218,8 +219,8 @@ impl Chan<'_> {
         wait: Wait,
     ) -> Wait {
         fill(self.slice_mut(self.payload(self.me, s), self.post_payload()));
-        bump(&self.comm.step, Ordering::Relaxed);
-        self.comm.posted.store(s, Ordering::Relaxed);
+        bump(&self.comm.coll.step, Ordering::Relaxed);
+        self.comm.coll.posted.store(s, Ordering::Relaxed);
         let a = &self.job.arena;
         self.ctl()
             .arrive_posted(a, self.me, s, desc.unwrap_or_default());

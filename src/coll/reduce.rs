@@ -296,7 +296,7 @@ async fn adaptive(
     let a = &ch.job.arena;
     let word = a.chan_path(ch.comm.ctx);
     let gen = ch.ctl().post_gen;
-    let s0 = ch.comm.step.load(Ordering::Relaxed) + 1;
+    let s0 = ch.comm.coll.step.load(Ordering::Relaxed) + 1;
     let (f, new, old) = read_path_word(word.load(Ordering::Acquire), gen);
     let want_direct = if s0 >= f { new } else { old };
     let t0 = std::time::Instant::now();
@@ -320,7 +320,7 @@ async fn adaptive(
         if wish != new && ch.ctl().lowest(a, ch.n).is_some_and(|low| low >= f) {
             // (a member runs at most the post ring ahead of the slowest, plus the
             // chunks of one ring broadcast: 2 rings are beyond reach)
-            let at = ch.comm.step.load(Ordering::Relaxed) + 2 * ch.ctl().post_k + 64;
+            let at = ch.comm.coll.step.load(Ordering::Relaxed) + 2 * ch.ctl().post_k + 64;
             word.store(path_word(gen, at, wish, new), Ordering::Release);
         }
     }

@@ -46,17 +46,7 @@ const RING_BYTES: usize = 8 << 20;
 /// The ring's allocation unit at most (a quarter of a slot with the tests' tiny slots).
 const UNIT: usize = 4 << 10;
 
-/// Where the ring broadcasts of a communicator put their chunks: the same at every
-/// member, which all place the same chunks in the same order.
-#[derive(Default)]
-pub struct Placement {
-    /// The next free unit.
-    cursor: usize,
-    /// The step that last wrote each unit (0: none).
-    last: Vec<u64>,
-    /// The first step of the last broadcast whose root waited for everyone to reach it.
-    floor: u64,
-}
+pub use crate::comm::coll_state::Placement;
 
 impl Placement {
     /// Places a chunk of `len` bytes (at most the ring's `units` units of `unit` bytes)
@@ -139,7 +129,7 @@ pub async fn bcast(ch: &Chan<'_>, buf: &UserBuf, root: usize) -> MpiResult<()> {
     // of their data once everyone reached `s0`.
     let floor = {
         let mut p = lock(comm);
-        if comm.ordinary_last.load(Ordering::Relaxed) > p.floor {
+        if comm.coll.ordinary_last.load(Ordering::Relaxed) > p.floor {
             p.floor = s0;
             s0
         } else {
@@ -165,14 +155,14 @@ pub async fn bcast(ch: &Chan<'_>, buf: &UserBuf, root: usize) -> MpiResult<()> {
         let published = ch.publish_chunk(None);
         debug_assert_eq!(published, s);
     }
-    comm.posted.store(s, Ordering::Relaxed);
+    comm.coll.posted.store(s, Ordering::Relaxed);
     Ok(())
 }
 
 /// The communicator's placement (a poisoned lock still holds a consistent one: it is
 /// only written by `place`, which does not panic).
 fn lock(comm: &crate::comm::Comm) -> std::sync::MutexGuard<'_, Placement> {
-    comm.ring.lock().unwrap_or_else(|e| e.into_inner())
+    comm.coll.ring.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Chan<'_> {
@@ -180,7 +170,7 @@ impl Chan<'_> {
     /// about to write). When it must wait, it waits for the next half of the ring to be
     /// free too (`Placement::ahead`).
     async fn room_for(&self, need: u64, s: u64) {
-        if self.comm.synced.load(Ordering::Relaxed) >= need {
+        if self.comm.coll.synced.load(Ordering::Relaxed) >= need {
             return;
         }
         let (ctl, a) = (self.ctl(), &self.job.arena);

@@ -2,13 +2,15 @@
 //! channel it owns in the arena, unique in the job while the communicator lives), an
 //! error handler and a name. Handles are MPICH's: MPI_COMM_WORLD and MPI_COMM_SELF are
 //! built-in, user communicators are direct handles indexing the table below.
+pub mod coll_state;
 pub mod errhandler;
 pub mod group;
 pub mod topo;
 
 use crate::abi::*;
 use crate::error::{err, MpiResult};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+pub use coll_state::CollState;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 pub struct Comm {
@@ -26,37 +28,10 @@ pub struct Comm {
     pub from_world: Vec<i32>,
     pub errhandler: AtomicI32,
     pub name: Mutex<String>,
-    /// The last step at which this member saw every member's channel counter: every
-    /// member has finished reading the steps before it (coll/post.rs).
-    pub synced: AtomicU64,
-    /// The last step this member posted (coll/post.rs; 0: none).
-    pub posted: AtomicU64,
-    /// The last step a member published with [`crate::coll::Chan`]'s ordinary
-    /// `publish` (not a posted step, not a ring broadcast's chunk).
-    pub ordinary_last: AtomicU64,
-    /// Where the ring broadcasts put their chunks (coll/ring.rs).
-    pub ring: Mutex<crate::coll::ring::Placement>,
-    /// Which of the channel's double buffers the next collective step uses.
-    pub step: AtomicU64,
     /// Attributes: (keyval, value).
     pub attrs: crate::attr::Attrs,
-    /// Collective tickets: the next to issue, and the one whose turn it is.
-    pub coll_ticket: AtomicU64,
-    pub coll_serving: AtomicU64,
-    /// The argument descriptor of the collective whose turn it is, published with its
-    /// first step (coll/agree.rs).
-    /// Its words (kind, root, op, datatype, bytes, extra), valid while `desc_pending`;
-    /// the per-peer flows of a data-movement collective go in `desc_flows`. Plain
-    /// atomics: only the collective whose turn it is writes and takes them, so the
-    /// common path costs no lock.
-    desc_words: [AtomicU64; 6],
-    desc_pending: std::sync::atomic::AtomicBool,
-    desc_flows: Mutex<Option<Box<crate::coll::agree::Flows>>>,
-    desc_has_flows: std::sync::atomic::AtomicBool,
-    /// Whether this communicator's collectives check argument agreement (the
-    /// "shmpi_check_args" info hint of MPI_Comm_dup_with_info; SHMPI_CHECK_ARGS=0 turns
-    /// it off everywhere).
-    pub check_args: AtomicBool,
+    /// The collectives' state on this communicator (coll/).
+    pub coll: CollState,
     /// The members of the collective channel, as world ranks: the group for an
     /// intracommunicator; for an intercommunicator both groups, group "A" (the one
     /// whose leader has the smaller world rank) first.
@@ -102,78 +77,6 @@ impl Comm {
     }
     pub fn is_inter(&self) -> bool {
         self.remote.is_some()
-    }
-
-    /// Sets the descriptor the current collective publishes with its first step.
-    pub fn set_desc(&self, d: crate::coll::agree::Desc) {
-        self.set_desc_flows(d, None)
-    }
-
-    /// As [`Comm::set_desc`], with the flows of a data-movement collective.
-    pub fn set_desc_flows(
-        &self,
-        desc: crate::coll::agree::Desc,
-        flows: Option<Box<crate::coll::agree::Flows>>,
-    ) {
-        if self.checks_args() {
-            let w = [
-                desc.kind as u64,
-                desc.root,
-                desc.op,
-                desc.dtype,
-                desc.bytes,
-                desc.extra,
-            ];
-            for (a, v) in self.desc_words.iter().zip(w) {
-                a.store(v, Ordering::Relaxed);
-            }
-            self.desc_has_flows
-                .store(flows.is_some(), Ordering::Relaxed);
-            if flows.is_some() {
-                *self.desc_flows.lock().unwrap_or_else(|e| e.into_inner()) = flows;
-            }
-            self.desc_pending.store(true, Ordering::Release);
-        }
-    }
-
-    /// Takes the descriptor set for the current collective, if any.
-    #[inline]
-    pub fn take_desc(&self) -> Option<crate::coll::agree::Pending> {
-        if !self.desc_pending.load(Ordering::Acquire) {
-            return None;
-        }
-        self.take_pending_desc()
-    }
-
-    /// [`Comm::take_desc`] once it saw a descriptor pending.
-    fn take_pending_desc(&self) -> Option<crate::coll::agree::Pending> {
-        self.desc_pending.store(false, Ordering::Relaxed);
-        let w: [u64; 6] = std::array::from_fn(|i| self.desc_words[i].load(Ordering::Relaxed));
-        let desc = crate::coll::agree::Desc {
-            kind: w[0] as u16,
-            root: w[1],
-            op: w[2],
-            dtype: w[3],
-            bytes: w[4],
-            extra: w[5],
-        };
-        let flows = if self.desc_has_flows.load(Ordering::Relaxed) {
-            self.desc_has_flows.store(false, Ordering::Relaxed);
-            self.desc_flows
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take()
-        } else {
-            None
-        };
-        Some(crate::coll::agree::Pending { desc, flows })
-    }
-
-    /// Whether collectives on this communicator check argument agreement.
-    pub fn checks_args(&self) -> bool {
-        crate::coll::agree::enabled()
-            && self.remote.is_none()
-            && self.check_args.load(Ordering::Relaxed)
     }
 
     /// Channel index of local rank `r`.
@@ -231,6 +134,7 @@ impl Comm {
         name: &str,
     ) -> Comm {
         let from_world = build_from_world(nworld, remote.as_deref().unwrap_or(&group));
+        let intra = remote.is_none();
         let local_is_a = match &remote {
             Some(r) => group[0] < r[0],
             None => true,
@@ -252,20 +156,13 @@ impl Comm {
             from_world,
             errhandler: AtomicI32::new(MPI_ERRORS_ARE_FATAL),
             name: Mutex::new(name.to_string()),
-            synced: AtomicU64::new(0),
-            posted: AtomicU64::new(0),
-            ordinary_last: AtomicU64::new(0),
-            ring: Default::default(),
-            step: AtomicU64::new(0),
+            coll: CollState {
+                intra,
+                check_args: AtomicBool::new(true),
+                ..CollState::default()
+            },
             attrs: Mutex::new(Vec::new()),
-            coll_ticket: AtomicU64::new(0),
-            coll_serving: AtomicU64::new(0),
-            desc_words: Default::default(),
-            desc_pending: std::sync::atomic::AtomicBool::new(false),
-            desc_flows: Mutex::new(None),
-            desc_has_flows: std::sync::atomic::AtomicBool::new(false),
             topo: RwLock::new(None),
-            check_args: AtomicBool::new(true),
             freed: AtomicBool::new(false),
         }
     }

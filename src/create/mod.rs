@@ -109,7 +109,7 @@ async fn split_in_turn(
     key: i32,
 ) -> MpiResult<Option<Arc<Comm>>> {
     let _turn = crate::coll::turn(parent, t).await;
-    parent.set_desc(crate::coll::agree::Desc::kind(
+    parent.coll.set_desc(crate::coll::agree::Desc::kind(
         crate::coll::agree::KIND_COMM_CTOR,
     ));
     let ch = Chan::open(parent).await?;
@@ -188,8 +188,11 @@ pub async fn dup_in_turn(parent: &Arc<Comm>, t: u64) -> MpiResult<Arc<Comm>> {
     *c.topo.write().unwrap() = parent.topo.read().unwrap().clone();
     copy_attrs_agreed(parent, &c).await?;
     // A duplicate keeps the parent's hints.
-    c.check_args.store(
-        parent.check_args.load(std::sync::atomic::Ordering::Relaxed),
+    c.coll.check_args.store(
+        parent
+            .coll
+            .check_args
+            .load(std::sync::atomic::Ordering::Relaxed),
         std::sync::atomic::Ordering::Relaxed,
     );
     Ok(c)
@@ -209,8 +212,11 @@ pub fn context_dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
         }
         .expect("colour 0");
         *c.topo.write().unwrap() = parent.topo.read().unwrap().clone();
-        c.check_args.store(
-            parent.check_args.load(std::sync::atomic::Ordering::Relaxed),
+        c.coll.check_args.store(
+            parent
+                .coll
+                .check_args
+                .load(std::sync::atomic::Ordering::Relaxed),
             std::sync::atomic::Ordering::Relaxed,
         );
         Ok(c)

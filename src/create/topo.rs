@@ -162,7 +162,7 @@ fn allgather_bytes(c: &Arc<Comm>, mine: &[u8], flag: u64) -> MpiResult<(Vec<Vec<
     let t = coll::ticket(c);
     crate::progress::block_on(async {
         let _turn = coll::turn(c, t).await;
-        c.set_desc(agree::Desc::kind(agree::KIND_COMM_CTOR));
+        c.coll.set_desc(agree::Desc::kind(agree::KIND_COMM_CTOR));
         let ch = Chan::open(c).await?;
         ch.put_args(&[mine.len() as u64, flag]);
         if ch.n > 1 {

@@ -30,7 +30,7 @@ pub fn with_desc(p: Plan, desc: Desc) -> Plan {
     Ok((
         c,
         Box::pin(async move {
-            cc.set_desc(desc);
+            cc.coll.set_desc(desc);
             f.await
         }),
     ))
@@ -43,7 +43,7 @@ pub fn with_flows(p: Plan, desc: Desc, flows: Option<Box<crate::coll::agree::Flo
     Ok((
         c,
         Box::pin(async move {
-            cc.set_desc_flows(desc, flows);
+            cc.coll.set_desc_flows(desc, flows);
             f.await
         }),
     ))
@@ -166,7 +166,7 @@ fn barrier_plan(comm: i32) -> Plan {
     Ok((
         c,
         Box::pin(async move {
-            cc.set_desc(Desc::kind(kind_of("MPI_Barrier")));
+            cc.coll.set_desc(Desc::kind(kind_of("MPI_Barrier")));
             crate::coll::barrier(&cc).await
         }),
     ))
@@ -179,7 +179,7 @@ fn barrier_now(comm: i32) -> Option<MpiResult<()>> {
     }
     let c = crate::comm::get(comm).ok()?;
     let fut = std::pin::pin!(async {
-        c.set_desc(Desc::kind(kind_of("MPI_Barrier")));
+        c.coll.set_desc(Desc::kind(kind_of("MPI_Barrier")));
         crate::coll::barrier(&c).await
     });
     Some(crate::coll::run(&c, fut))
@@ -248,7 +248,7 @@ fn reduce_body(
     kind: Kind,
 ) -> CollFuture {
     Box::pin(async move {
-        c.set_desc(desc);
+        c.coll.set_desc(desc);
         let f = rd.func();
         let red = rd.reduction(&f);
         reduce::reduce_vector(&c, total, &red, &part, kind).await?;
@@ -393,7 +393,7 @@ fn reduce_now<C: check::CInt>(
     // Pinned where it is made: moving the engine's future into `run` would copy its
     // whole state (a large part of a small call).
     let fut = std::pin::pin!(async {
-        c.set_desc(desc);
+        c.coll.set_desc(desc);
         reduce::reduce_vector(&c, total, &red, &part, kind).await
     });
     Some(crate::coll::run(&c, fut))
@@ -675,7 +675,7 @@ fn scan_plan_impl<C: check::CInt>(
     Ok((
         c,
         Box::pin(async move {
-            cc.set_desc(desc);
+            cc.coll.set_desc(desc);
             let f = rd.func();
             let red = rd.reduction(&f);
             reduce::scan(&cc, total, &red, send, recv, exclusive).await?;

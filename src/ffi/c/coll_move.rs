@@ -201,7 +201,9 @@ fn one_end<C: check::CInt>(count: C, dt: i32, arg: Arg) -> FlowEnd {
 
 /// The flows of a collective on an intracommunicator when agreement is checked.
 fn flows_of(c: &Comm, make: impl FnOnce(usize, usize) -> Flows) -> Option<Box<Flows>> {
-    c.checks_args().then(|| Box::new(make(c.size(), c.rank)))
+    c.coll
+        .checks_args()
+        .then(|| Box::new(make(c.size(), c.rank)))
 }
 
 /// Adds the descriptor of data-movement collective `kind` with its flows to a plan.
@@ -351,7 +353,7 @@ fn bcast_plan<C: check::CInt>(
     Ok((
         c,
         Box::pin(async move {
-            cc.set_desc(desc);
+            cc.coll.set_desc(desc);
             crate::coll::bcast::bcast(&cc, b, root).await?;
             st.finish()
         }),
@@ -392,7 +394,7 @@ fn bcast_now<C: check::CInt>(
     }
     let desc = desc();
     let fut = std::pin::pin!(async {
-        c.set_desc(desc);
+        c.coll.set_desc(desc);
         crate::coll::bcast::bcast(&c, b, root).await
     });
     Some(crate::coll::run(&c, fut))

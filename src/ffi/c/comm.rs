@@ -94,7 +94,9 @@ fn idup(
     let fut: crate::coll::nb::CollFuture = Box::pin(async move {
         let r = create::dup_in_turn(&cc, t).await;
         if let (Ok(d), Some(v)) = (&r, check_args) {
-            d.check_args.store(v, std::sync::atomic::Ordering::Relaxed);
+            d.coll
+                .check_args
+                .store(v, std::sync::atomic::Ordering::Relaxed);
         }
         let h = r.as_ref().map_or(MPI_COMM_NULL, |d| d.handle);
         // SAFETY: the program keeps newcomm valid until the request completes (MPI-3.1
@@ -151,7 +153,7 @@ mpi_entry!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm: i32, info: i3
         return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
     }
     let d = dup_or_null(&c, newcomm)?;
-    d.check_args
+    d.coll.check_args
         .store(check_args, std::sync::atomic::Ordering::Relaxed);
     put_comm(newcomm, Some(d))
 });
@@ -159,14 +161,14 @@ mpi_entry!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm: i32, info: i3
 mpi_entry!(MPI_Comm_set_info, PMPI_Comm_set_info, (comm: i32, info: i32), errcomm = comm, {
     let c = check::comm(comm)?;
     if let Some(v) = check_args_hint(info)? {
-        c.check_args.store(v, std::sync::atomic::Ordering::Relaxed);
+        c.coll.check_args.store(v, std::sync::atomic::Ordering::Relaxed);
     }
     Ok(())
 });
 
 mpi_entry!(MPI_Comm_get_info, PMPI_Comm_get_info, (comm: i32, info_used: *mut i32), errcomm = comm, {
     let c = check::comm(comm)?;
-    let on = c.check_args.load(std::sync::atomic::Ordering::Relaxed);
+    let on = c.coll.check_args.load(std::sync::atomic::Ordering::Relaxed);
     let h = super::info::new_info(vec![("shmpi_check_args".to_string(), on.to_string())]);
     check::out(info_used, h, "info_used")
 });
