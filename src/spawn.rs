@@ -372,8 +372,6 @@ pub fn spawn(
     Ok(register(c))
 }
 
-/// The parent intercommunicator's handle (MPI_COMM_NULL if none or freed).
-
 /// At MPI_Init of a spawned process: builds the intercommunicator to the parents.
 pub fn init_parent(ctx: usize, parents: Vec<usize>) -> MpiResult<()> {
     let j = crate::runtime::job_any().ok_or_else(|| err(MPI_ERR_OTHER, "no job"))?;
