@@ -11,4 +11,5 @@ pub mod op;
 pub mod p2p;
 pub mod pin;
 pub mod runtime;
+pub mod settings;
 pub mod shm;

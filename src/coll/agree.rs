@@ -21,7 +21,6 @@
 //! signatures match, the hashes do not) costs one more step and is not an error.
 use crate::abi::*;
 use crate::error::{err, MpiError};
-use std::sync::OnceLock;
 
 /// "Not compared" marker for a field.
 pub const ANY: u64 = u64::MAX;
@@ -344,8 +343,7 @@ fn upper_first(s: &str) -> String {
 }
 
 pub fn enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("SHMPI_CHECK_ARGS").map_or(true, |v| v != "0"))
+    crate::settings::job().check_args
 }
 
 /// Packs the five logical words into three for the counter's cache line:

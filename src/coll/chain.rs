@@ -52,8 +52,7 @@ const RING_BYTES: usize = 8 << 20;
 /// use it to run the chain at any member count), unset: by size and member count (see
 /// [`wanted`]).
 fn forced() -> Option<bool> {
-    static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| super::env_switch("SHMPI_CHAIN"))
+    crate::settings::job().chain
 }
 
 /// The geometry of the chain over a channel: entry bytes (whole elements) and ring

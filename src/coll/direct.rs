@@ -78,34 +78,16 @@ impl Info {
     }
 }
 
-/// `SHMPI_DIRECT`, a job-wide knob like the others (every rank must see the same value;
-/// mpiexec passes one environment to all).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// `0`: never.
-    Off,
-    /// unset: when the communicator has no more members than the machine has CPUs
-    /// online. With more, the members take turns on the CPUs and the arena path, whose
-    /// copies each member makes on its own, is the faster (measured at 4 and 8 ranks on
-    /// 2 CPUs: Allreduce 1.25-1.75x and Reduce_scatter_block 1.02-1.3x slower through
-    /// the direct path).
-    Auto,
-    /// `1`: at every member count and every size from the minimum on.
-    On,
-    /// `require`: as `On`, and a collective that cannot take the direct path because a
-    /// member cannot read the others' memory fails (the tests use it to be sure they
-    /// exercise this path).
-    Require,
-}
+/// `SHMPI_DIRECT`, a job-wide setting (settings.rs: the arena's value at every rank).
+/// Automatic: when the communicator has no more members than the machine has CPUs
+/// online. With more, the members take turns on the CPUs and the arena path, whose
+/// copies each member makes on its own, is the faster (measured at 4 and 8 ranks on 2
+/// CPUs: Allreduce 1.25-1.75x and Reduce_scatter_block 1.02-1.3x slower through the
+/// direct path).
+use crate::settings::Direct as Mode;
 
 fn mode() -> Mode {
-    static MODE: std::sync::OnceLock<Mode> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| match std::env::var("SHMPI_DIRECT").as_deref() {
-        Ok("0") | Ok("off") => Mode::Off,
-        Ok("1") | Ok("on") => Mode::On,
-        Ok("require") => Mode::Require,
-        _ => Mode::Auto,
-    })
+    crate::settings::job().direct
 }
 
 /// Whether `SHMPI_DIRECT` forces the direct path (`1` or `require`): then the
@@ -152,12 +134,7 @@ const BEYOND_CACHES: usize = 16 * MIB;
 
 /// `SHMPI_DIRECT_MIN`: overrides the smallest vector (bytes) that takes the direct path.
 fn min_bytes() -> Option<usize> {
-    static MIN: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    *MIN.get_or_init(|| {
-        std::env::var("SHMPI_DIRECT_MIN")
-            .ok()
-            .and_then(|v| v.parse().ok())
-    })
+    crate::settings::job().direct_min
 }
 
 /// Whether a point-to-point message of `len` bytes that goes by rendezvous offers its
@@ -354,13 +331,7 @@ impl Chooser {
 /// `SHMPI_ADAPT_FLIP=N` (tests): member 0 wishes for the other path every N calls,
 /// whatever the timings, so that the switching itself is exercised.
 fn flip_every() -> Option<u32> {
-    static N: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    *N.get_or_init(|| {
-        std::env::var("SHMPI_ADAPT_FLIP")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|&n| n > 0)
-    })
+    crate::settings::job().adapt_flip
 }
 
 /// The member-count rule of the mode (see [`Mode`]).

@@ -319,16 +319,6 @@ impl<'a> Chan<'a> {
     }
 }
 
-/// An on/off setting from the environment variable `name`: `0` or `off` false, `1` or
-/// `on` true, anything else (or unset) None.
-fn env_switch(name: &str) -> Option<bool> {
-    match std::env::var(name).as_deref() {
-        Ok("0") | Ok("off") => Some(false),
-        Ok("1") | Ok("on") => Some(true),
-        _ => None,
-    }
-}
-
 /// Barrier: one step.
 pub async fn barrier(comm: &Comm) -> MpiResult<()> {
     if comm.chan_members.len() == 1 {

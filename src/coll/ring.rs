@@ -96,8 +96,7 @@ impl Placement {
 /// carry at any member count (the tests use it to run the ring with a CPU per member on
 /// small data); unset: see [`wanted`].
 fn forced() -> Option<bool> {
-    static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| super::env_switch("SHMPI_BCAST_RING"))
+    crate::settings::job().bcast_ring
 }
 
 /// Whether MPI_Bcast of `total` bytes, more than the posted steps carry, takes the ring:
