@@ -21,6 +21,7 @@ pub mod nb;
 pub mod post;
 pub mod reduce;
 pub mod ring;
+pub mod select;
 
 use crate::comm::Comm;
 use crate::error::MpiResult;

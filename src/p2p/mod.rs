@@ -968,7 +968,7 @@ impl Engine {
                 let len = s.data.len();
                 let kind = if !s.rdv {
                     F_EAGER
-                } else if crate::coll::direct::p2p_wanted(len, eager_max(a)) {
+                } else if crate::coll::select::p2p_direct(len, eager_max(a)) {
                     F_RTS_DIRECT
                 } else {
                     F_RTS
