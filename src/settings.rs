@@ -307,6 +307,7 @@ table! {
 /// Words of the arena's settings block (shm `H_SETTINGS`); the job's settings use the
 /// first [`Job::WORDS`].
 pub const JOB_WORDS: usize = 32;
+const _: () = assert!(Job::WORDS <= JOB_WORDS);
 
 impl Job {
     /// Words the job's settings take.
@@ -438,7 +439,6 @@ mod tests {
         for j in all {
             assert_eq!(Job::from_words(&j.to_words()), j);
         }
-        assert!(Job::WORDS <= JOB_WORDS);
         assert_eq!(Job::DEFS.len(), Job::WORDS);
     }
 

@@ -1,8 +1,9 @@
 //! Large reductions and broadcasts without the arena copies: each member reads the
 //! others' buffers directly (shm/peer.rs, one copy by the kernel) instead of everyone
 //! copying its input into its slot and its result out of the result buffer. Taken when
-//! it measured faster (see [`wanted`], [`bcast`]) and the communicator has no more
-//! members than CPUs online; the system must allow the reads (peer.rs).
+//! it measured faster (coll/select.rs `direct_reduce`, `direct_bcast`) and the
+//! communicator has no more members than CPUs online; the system must allow the reads
+//! (peer.rs).
 //!
 //! MPI_Bcast: every receiver reads the root's buffer (see [`bcast`]). Reductions take
 //! one of three shapes, chosen by what the members receive (all members see the same
@@ -108,7 +109,7 @@ pub enum Kind {
     /// Zen 4 EPYC the arena took 0.6-0.8x the time at 512 KiB and the same at 64-256
     /// KiB (three alternating runs), so it runs up to 512 KiB.
     /// The root reading and folding everything alone was slower everywhere (1.2-1.6x).
-    /// Since the arena's one-step path took over up to 512 KiB (reduce.rs
+    /// Since the arena's one-step path took over up to 512 KiB (coll/select.rs
     /// `one_step_max`), MPI_Reduce takes this path only when it is forced.
     Rooted,
     /// MPI_Allreduce: everyone receives everything.
