@@ -728,3 +728,35 @@ impl Drop for Arena {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mapping lays the arena out with the settings its creator recorded, not with
+    /// this process's: every rank gets the creator's slots and pipes.
+    #[test]
+    fn layout_from_the_arena() {
+        let set = crate::settings::Job::from_lookup(|k| match k {
+            "SHMPI_SEGMENT" => Some("4096".into()),
+            "SHMPI_PIPE_SEGMENT" => Some("8192".into()),
+            "SHMPI_CHAIN" => Some("1".into()),
+            "SHMPI_DIRECT" => Some("require".into()),
+            _ => None,
+        });
+        let fd = create_job_arena(3, 3, &set).expect("create an arena");
+        let a = Arena::map(fd.as_raw_fd(), 3, 3).expect("map it");
+        assert!(a.validate());
+        assert_eq!(a.settings(), set);
+        assert_eq!(a.lay.slot_bytes, 4096);
+        assert_eq!(a.lay.pipe_seg, 8192);
+        assert_eq!(a.lay.total, Layout::new(3, 3, &set).total);
+        // A descriptor that is not an arena is refused before it is mapped.
+        // SAFETY: memfd_create with a valid name; the result is checked.
+        let other = unsafe { libc::memfd_create(c"not-an-arena".as_ptr(), 0) };
+        assert!(other >= 0);
+        // SAFETY: `other` is a fresh descriptor we own.
+        let other = unsafe { OwnedFd::from_raw_fd(other) };
+        assert!(Arena::map(other.as_raw_fd(), 3, 3).is_err());
+    }
+}
