@@ -26,7 +26,25 @@ pub fn init(required: i32) -> MpiResult<i32> {
         }
         _ => {}
     }
-    let env = |k: &str| std::env::var(k).ok();
+    // What mpiexec passed (settings.rs `Startup`), by variable name.
+    let st = crate::settings::startup();
+    let env = |k: &str| -> Option<String> {
+        let v = match k {
+            "SHMPI_RANK" => &st.rank,
+            "SHMPI_SIZE" => &st.size,
+            "SHMPI_ARENA_FD" => &st.arena_fd,
+            "SHMPI_SLOTS" => &st.slots,
+            "SHMPI_NP" => &st.np,
+            "SHMPI_GENERATION" => &st.generation,
+            "SHMPI_WORLD_BASE" => &st.world_base,
+            "SHMPI_WORLD_CTX" => &st.world_ctx,
+            "SHMPI_PARENT_CTX" => &st.parent_ctx,
+            "SHMPI_PARENT_GROUP" => &st.parent_group,
+            "SHMPI_APPNUM" => &st.appnum,
+            _ => unreachable!("{k} is not a start-up variable"),
+        };
+        v.clone()
+    };
     let bad = |what: &str, v: &str| {
         err(
             MPI_ERR_OTHER,
@@ -69,18 +87,27 @@ pub fn init(required: i32) -> MpiResult<i32> {
                 (rank, size, arena, false)
             }
             _ => {
-                let fd = crate::shm::create_job_arena(1, 1).map_err(|e| {
-                    err(
-                        MPI_ERR_OTHER,
-                        format!("cannot create the shared arena: {e}"),
-                    )
-                })?;
+                let fd =
+                    crate::shm::create_job_arena(1, 1, crate::settings::job()).map_err(|e| {
+                        err(
+                            MPI_ERR_OTHER,
+                            format!("cannot create the shared arena: {e}"),
+                        )
+                    })?;
                 use std::os::fd::AsRawFd;
                 let arena = Arena::map(fd.as_raw_fd(), 1, 1)
                     .map_err(|e| err(MPI_ERR_OTHER, format!("cannot map the shared arena: {e}")))?;
                 (0, 1, arena, true)
             }
         };
+    // The job's settings are the arena's (its creator's), whatever this process's
+    // environment says.
+    if !crate::settings::adopt_job(arena.settings()) {
+        return Err(err(
+            MPI_ERR_OTHER,
+            "the job's settings were read before MPI_Init with other values than the job's arena holds",
+        ));
+    }
     // A spawned job's MPI_COMM_WORLD is slots base..base+size on its own channel.
     let base = num("SHMPI_WORLD_BASE", 0)?;
     let world_ctx = num("SHMPI_WORLD_CTX", crate::shm::WORLD_CHANNEL)?;

@@ -16,5 +16,6 @@ pub mod pin;
 pub mod process;
 pub mod progress;
 pub mod runtime;
+pub mod settings;
 pub mod shm;
 pub mod spawn;

@@ -199,8 +199,9 @@ pub fn answer(a: &Arena, outcome: Result<usize, String>) {
 /// Posts `req` to mpiexec and waits for its answer: the children's first slot.
 fn ask_launcher(req: &Request) -> MpiResult<usize> {
     let j = crate::runtime::job()?;
-    let launcher = std::env::var("SHMPI_JOBID")
-        .ok()
+    let launcher = crate::settings::startup()
+        .jobid
+        .as_deref()
         .and_then(|v| v.parse::<i32>().ok())
         .filter(|_| !j.singleton);
     let Some(launcher) = launcher else {

@@ -162,7 +162,7 @@ fn rank_helper() {
             let len = std::fs::metadata(format!("/proc/self/fd/{fd}"))
                 .unwrap()
                 .len();
-            let want = Layout::new(slots, np).total as u64;
+            let want = Layout::new(slots, np, &arena.settings()).total as u64;
             arena
                 .rank_state(rank)
                 .store(STATE_FINALIZED, Ordering::Release);

@@ -293,7 +293,7 @@ fn upper_first(s: &str) -> String {
 }
 
 pub fn enabled() -> bool {
-    crate::comm::coll_state::checks_enabled()
+    crate::settings::job().check_args
 }
 
 /// Packs the five logical words into three for the counter's cache line:

@@ -17,15 +17,20 @@ pub async fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
     if comm.chan_members.len() == 1 {
         return Ok(());
     }
+    use super::select::BcastPath;
     let ch = Chan::new(comm)?;
-    if buf.len() <= ch.post_limit(ch.post_payload()) {
-        return super::post::bcast(&ch, &buf, root).await;
-    }
-    if super::ring::wanted(&ch, buf.len()) {
-        return super::ring::bcast(&ch, &buf, root).await;
+    let path = super::select::bcast(
+        buf.len(),
+        &super::select::Group::of(&ch),
+        crate::settings::job(),
+    );
+    match path {
+        BcastPath::Posted => return super::post::bcast(&ch, &buf, root).await,
+        BcastPath::Ring => return super::ring::bcast(&ch, &buf, root).await,
+        BcastPath::Direct | BcastPath::Pipeline => {}
     }
     ch.settle().await;
-    if super::direct::bcast(&ch, &buf, root).await? {
+    if path == BcastPath::Direct && super::direct::bcast(&ch, &buf, root).await? {
         return Ok(());
     }
     let total = buf.len();

@@ -48,52 +48,27 @@ const ENTRY: usize = 256 << 10;
 /// 1.1-1.2x the time of an 8 MiB one at 64 MiB, MPI_Reduce and MPI_Allreduce).
 const RING_BYTES: usize = 8 << 20;
 
-/// `SHMPI_CHAIN`: `0` never, `1` for every multi-chunk reduction it can take (the tests
-/// use it to run the chain at any member count), unset: by size and member count (see
-/// [`wanted`]).
-fn forced() -> Option<bool> {
-    static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| super::env_switch("SHMPI_CHAIN"))
-}
-
 /// The geometry of the chain over a channel: entry bytes (whole elements) and ring
 /// entries; `None` when an element does not fit an entry or the ring has fewer than two.
 fn geometry(ch: &Chan<'_>, extent: usize) -> Option<(usize, usize)> {
+    geometry_for(ch.n, super::direct::cpus_online(), ch.slot_bytes, extent)
+}
+
+/// [`geometry`] of a channel of `n` members with slots of `slot` bytes on `cpus` CPUs.
+pub(super) fn geometry_for(
+    n: usize,
+    cpus: usize,
+    slot: usize,
+    extent: usize,
+) -> Option<(usize, usize)> {
     let e = extent.max(1);
-    let want = if ch.n > super::direct::cpus_online() {
-        ch.slot_bytes
-    } else {
-        ENTRY.min(ch.slot_bytes)
-    };
+    let want = if n > cpus { slot } else { ENTRY.min(slot) };
     let entry = (want / e) * e;
     if entry == 0 {
         return None;
     }
-    let ring = (2 * ch.n * ch.slot_bytes).min(RING_BYTES) / entry;
+    let ring = (2 * n * slot).min(RING_BYTES) / entry;
     (ring >= 2).then_some((entry, ring))
-}
-
-/// Whether a reduction of `total` bytes over the channel takes the chain (every member
-/// decides the same from the arguments they agree on and the CPUs online). Unless
-/// `SHMPI_CHAIN` says otherwise: with more members than CPUs from [`OVERSUBSCRIBED_MIN`]
-/// on, else from [`ALONE_MIN`] on (a vector that fits in a slot goes through the
-/// pipeline of reduce.rs in one step).
-pub fn wanted(ch: &Chan<'_>, total: usize, extent: usize) -> bool {
-    // (the size first: every small reduction asks, and leaves after one comparison)
-    let take = match forced() {
-        Some(f) => f,
-        None => {
-            let min = if ch.n > super::direct::cpus_online() {
-                OVERSUBSCRIBED_MIN
-            } else {
-                ALONE_MIN
-            };
-            total > ch.slot_bytes && total >= min
-        }
-    };
-    take && ch.n > 1
-        && !ch.comm.is_inter()
-        && geometry(ch, extent).is_some_and(|(entry, _)| total > entry)
 }
 
 /// The smallest vector that takes the chain when the members outnumber the CPUs. At 4
@@ -110,7 +85,7 @@ pub const ALONE_MIN: usize = 16 << 20;
 
 /// The reduction of every member's `total`-byte vector along the chain; each member
 /// receives the part its `Part` names. Every member of the channel calls this with the
-/// same `total` (after [`wanted`] said yes).
+/// same `total` (after coll/select.rs `chain` said yes).
 pub async fn reduce(
     ch: &Chan<'_>,
     total: usize,
@@ -119,7 +94,7 @@ pub async fn reduce(
 ) -> MpiResult<()> {
     let (n, me) = (ch.n, ch.me);
     let Some((entry, ring)) = geometry(ch, red.extent) else {
-        unreachable!("reduce called where wanted() said no");
+        unreachable!("reduce called where select::chain said no");
     };
     ch.step().await?;
     let s0 = ch.next_step().0 - 1;

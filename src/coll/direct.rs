@@ -1,8 +1,9 @@
 //! Large reductions and broadcasts without the arena copies: each member reads the
 //! others' buffers directly (shm/peer.rs, one copy by the kernel) instead of everyone
 //! copying its input into its slot and its result out of the result buffer. Taken when
-//! it measured faster (see [`wanted`], [`bcast`]) and the communicator has no more
-//! members than CPUs online; the system must allow the reads (peer.rs).
+//! it measured faster (coll/select.rs `direct_reduce`, `direct_bcast`) and the
+//! communicator has no more members than CPUs online; the system must allow the reads
+//! (peer.rs).
 //!
 //! MPI_Bcast: every receiver reads the root's buffer (see [`bcast`]). Reductions take
 //! one of three shapes, chosen by what the members receive (all members see the same
@@ -78,40 +79,12 @@ impl Info {
     }
 }
 
-/// `SHMPI_DIRECT`, a job-wide knob like the others (every rank must see the same value;
-/// mpiexec passes one environment to all).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// `0`: never.
-    Off,
-    /// unset: when the communicator has no more members than the machine has CPUs
-    /// online. With more, the members take turns on the CPUs and the arena path, whose
-    /// copies each member makes on its own, is the faster (measured at 4 and 8 ranks on
-    /// 2 CPUs: Allreduce 1.25-1.75x and Reduce_scatter_block 1.02-1.3x slower through
-    /// the direct path).
-    Auto,
-    /// `1`: at every member count and every size from the minimum on.
-    On,
-    /// `require`: as `On`, and a collective that cannot take the direct path because a
-    /// member cannot read the others' memory fails (the tests use it to be sure they
-    /// exercise this path).
-    Require,
-}
+/// `SHMPI_DIRECT`, a job-wide setting (settings.rs: the arena's value at every rank);
+/// when this path is taken is coll/select.rs's choice.
+use crate::settings::Direct as Mode;
 
 fn mode() -> Mode {
-    static MODE: std::sync::OnceLock<Mode> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| match std::env::var("SHMPI_DIRECT").as_deref() {
-        Ok("0") | Ok("off") => Mode::Off,
-        Ok("1") | Ok("on") => Mode::On,
-        Ok("require") => Mode::Require,
-        _ => Mode::Auto,
-    })
-}
-
-/// Whether `SHMPI_DIRECT` forces the direct path (`1` or `require`): then the
-/// reductions do not take the one-step path instead (reduce.rs `one_step_max`).
-pub fn forced() -> bool {
-    matches!(mode(), Mode::On | Mode::Require)
+    crate::settings::job().direct
 }
 
 /// CPUs online: the same number in every process of the machine, so every member makes
@@ -136,7 +109,7 @@ pub enum Kind {
     /// Zen 4 EPYC the arena took 0.6-0.8x the time at 512 KiB and the same at 64-256
     /// KiB (three alternating runs), so it runs up to 512 KiB.
     /// The root reading and folding everything alone was slower everywhere (1.2-1.6x).
-    /// Since the arena's one-step path took over up to 512 KiB (reduce.rs
+    /// Since the arena's one-step path took over up to 512 KiB (coll/select.rs
     /// `one_step_max`), MPI_Reduce takes this path only when it is forced.
     Rooted,
     /// MPI_Allreduce: everyone receives everything.
@@ -147,87 +120,8 @@ pub enum Kind {
 
 const MIB: usize = 1 << 20;
 
-/// Where the automatic choice leaves the direct path for the arena (see [`wanted`]).
-const BEYOND_CACHES: usize = 16 * MIB;
-
-/// `SHMPI_DIRECT_MIN`: overrides the smallest vector (bytes) that takes the direct path.
-fn min_bytes() -> Option<usize> {
-    static MIN: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    *MIN.get_or_init(|| {
-        std::env::var("SHMPI_DIRECT_MIN")
-            .ok()
-            .and_then(|v| v.parse().ok())
-    })
-}
-
-/// Whether a point-to-point message of `len` bytes that goes by rendezvous offers its
-/// receiver to read it straight from the sender's memory (p2p/mod.rs `F_RTS_DIRECT`):
-/// unless `SHMPI_DIRECT` is off, from `SHMPI_DIRECT_MIN` bytes on (by default above the
-/// eager limit `eager`: a synchronous send of a short message keeps to the pipe), if
-/// this process is readable. The receiver falls back to the pipe if it cannot read.
-pub fn p2p_wanted(len: usize, eager: usize) -> bool {
-    mode() != Mode::Off && len >= min_bytes().unwrap_or(eager + 1) && peer::usable()
-}
-
-/// Whether a reduction of `total` bytes over `n` members tries the direct path: the
-/// same answer at every member (it depends on the call, job-wide knobs and machine
-/// facts only). The size limits are where the direct path measured faster than the
-/// arena path at 2 ranks on 2 CPUs (bench/collbench.c, `SHMPI_DIRECT=0` against
-/// unset): MPI_Reduce_scatter(_block) from 512 KiB up to 16 MiB (on an AVX-512 EPYC
-/// 1.2x faster at 512 KiB, 1.5x at 2-4 MiB; on a Zen 3 EPYC 0.74-0.76x the arena's
-/// time at 2-8 MiB but 1.07x at 16 MiB, 1.19x at 32 MiB and 1.09x at 64 MiB);
-/// MPI_Reduce from 64 KiB up to 512 KiB (see [`Kind::Rooted`]). MPI_Allreduce took
-/// 1.1-1.15x the arena's time from 1 MiB up to 16 MiB on the AVX-512 EPYC, but 1.25-1.7x
-/// on a Zen 4 EPYC (1-8 MiB, five alternating runs at 2 and 8 MiB, every run), so the
-/// automatic choice leaves it to the arena. From 16 MiB on, where the vectors are far
-/// beyond the caches, the kernel's copies (which cannot stream past the cache) lose to
-/// the arena's, whose copies out of the arena stream (p2p/buf.rs `streaming`).
-pub fn wanted(kind: Kind, total: usize, n: usize) -> bool {
-    let (lo, hi) = match kind {
-        Kind::Arena => return false,
-        Kind::Rooted => (MIB / 16, cap(MIB / 2)),
-        // (an empty range unless the path is forced)
-        Kind::All => (MIB, cap(MIB)),
-        Kind::Scatter => (MIB / 2, cap(BEYOND_CACHES)),
-    };
-    let lo = min_bytes().unwrap_or(lo);
-    n > 1 && (lo..hi).contains(&total) && member_count_ok(n)
-}
-
-/// The upper size limit `hi` of the automatic choice; none when the path is forced.
-fn cap(hi: usize) -> usize {
-    match mode() {
-        Mode::On | Mode::Require => usize::MAX,
-        Mode::Off | Mode::Auto => hi,
-    }
-}
-
-/// Whether a reduction of `kind` over `n` members of `total` bytes chooses between the
-/// direct path and the arena path by their recent speed ([`Chooser`], coll/reduce.rs
-/// `adaptive`): MPI_Reduce and MPI_Allreduce from 32 KiB on, with every member on a CPU
-/// of its own, unless `SHMPI_DIRECT` decides. The same answer at every member.
-///
-/// Why: this VM moves its two virtual CPUs between nearby and distant cores every few
-/// seconds (a cache line's round trip between them 55 ns, then 330 ns; bench/pingpong.c).
-/// The arena path hands every byte over in lines the other CPU holds modified and took
-/// 4-9x longer in the distant phase (MPI_Reduce at 2 ranks of 256 KiB / 2 MiB: 15 / 97
-/// µs, then 118 / 920); the direct path reads the other process's clean input and took
-/// 26-30 / 230-240 in both (Open MPI 27-35 / 217-224 in both). Neither wins both phases.
-///
-/// Not from 16 MiB on: there the arena's streaming copies win the near phase by more
-/// (MPI_Reduce of 64 MiB at 2 ranks took 8.2 ms through the arena, 12.6-16.8 with the
-/// choice, whose probes of the slow path last many calls at that size), and both paths
-/// are far from the memory bound in the distant one.
-pub fn adaptive(kind: Kind, total: usize, n: usize) -> bool {
-    matches!(kind, Kind::Rooted | Kind::All)
-        && mode() == Mode::Auto
-        && n > 1
-        && n <= cpus_online()
-        && (min_bytes().unwrap_or(32 << 10)..16 * MIB).contains(&total)
-}
-
 /// Member 0's wish between the direct and the arena path for the reductions of
-/// [`adaptive`], per kind and size class (32 KiB-256 KiB, -2 MiB, -16 MiB): the
+/// coll/select.rs `adaptive`, per kind and size class (32 KiB-256 KiB, -2 MiB, -16 MiB): the
 /// path whose recent calls took less time per byte, and now and then the other one
 /// (a probe), so that a change of phase is seen. A probe asks for the other path until
 /// [`Chooser::BURST`] of its calls are measured and keeps the fastest (the first calls
@@ -354,22 +248,7 @@ impl Chooser {
 /// `SHMPI_ADAPT_FLIP=N` (tests): member 0 wishes for the other path every N calls,
 /// whatever the timings, so that the switching itself is exercised.
 fn flip_every() -> Option<u32> {
-    static N: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    *N.get_or_init(|| {
-        std::env::var("SHMPI_ADAPT_FLIP")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|&n| n > 0)
-    })
-}
-
-/// The member-count rule of the mode (see [`Mode`]).
-fn member_count_ok(n: usize) -> bool {
-    match mode() {
-        Mode::Off => false,
-        Mode::Auto => n <= cpus_online(),
-        Mode::On | Mode::Require => true,
-    }
+    crate::settings::job().adapt_flip
 }
 
 enum Shape {
@@ -551,15 +430,10 @@ fn refused(infos: &[Info]) -> MpiResult<()> {
 /// 1.5-1.8x at 1-4 MiB (three to five alternating runs; mixed at 8 MiB): the automatic
 /// choice stopped at 1 MiB, and now the ring of ring.rs takes these broadcasts first
 /// (0.3-0.6x the time of this path at 32-256 KiB), so this one runs only when
-/// `SHMPI_DIRECT` forces it. `Ok(false)`: nothing done, or only the first step, run the
-/// arena path.
+/// `SHMPI_DIRECT` forces it (or the ring is off: coll/select.rs `direct_bcast`).
+/// `Ok(false)`: nothing done, or only the first step, run the arena path.
 pub async fn bcast(ch: &Chan<'_>, buf: &crate::p2p::UserBuf, root: usize) -> MpiResult<bool> {
-    const KIB: usize = 1 << 10;
     let total = buf.len();
-    let lo = min_bytes().unwrap_or(32 * KIB);
-    if !(ch.n > 1 && (lo..cap(MIB)).contains(&total) && member_count_ok(ch.n)) {
-        return Ok(false);
-    }
     let mine = Info {
         pid: my_pid(),
         input: buf.addr() as u64,

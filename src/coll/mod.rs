@@ -21,6 +21,7 @@ pub mod nb;
 pub mod post;
 pub mod reduce;
 pub mod ring;
+pub mod select;
 
 use crate::comm::Comm;
 use crate::error::MpiResult;
@@ -316,16 +317,6 @@ impl<'a> Chan<'a> {
             .arena
             .u64_at(self.args(i) + 32 * p + 8 * k)
             .load(Ordering::Relaxed)
-    }
-}
-
-/// An on/off setting from the environment variable `name`: `0` or `off` false, `1` or
-/// `on` true, anything else (or unset) None.
-fn env_switch(name: &str) -> Option<bool> {
-    match std::env::var(name).as_deref() {
-        Ok("0") | Ok("off") => Some(false),
-        Ok("1") | Ok("on") => Some(true),
-        _ => None,
     }
 }
 

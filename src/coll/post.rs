@@ -60,21 +60,10 @@ impl Chan<'_> {
     }
 
     /// The most bytes a small MPI_Bcast or MPI_Reduce moves through posted steps, in
-    /// pieces of `piece` bytes (at most [`Chan::post_payload`]; whole elements for a
-    /// reduction): one step's payload, or, with more members than CPUs, a chain of up to
-    /// [`CHAIN_BYTES`] in at most an eighth of the post ring. There an ordinary step
-    /// needs every member to run before any can return, while a chain lets the senders
-    /// go on: back-to-back 4 KiB MPI_Bcast at 8 ranks on 2 CPUs took 3-4 µs in five
-    /// steps, 12-16 in one ordinary step; 8 KiB 5-7 against 14-17. (16 KiB, beyond the
-    /// limit, took 12-13 in a 17-step chain against 15-16.) The answer is the same at
+    /// pieces of `piece` bytes (coll/select.rs `post_limit`). The answer is the same at
     /// every member.
     pub fn post_limit(&self, piece: usize) -> usize {
-        let m = self.post_payload();
-        if piece == 0 || self.n <= super::direct::cpus_online() {
-            return m;
-        }
-        let entries = (self.ctl.post_k / 8) as usize;
-        CHAIN_BYTES.min(piece * entries).max(m)
+        super::select::post_limit(&super::select::Group::of(self), piece)
     }
 
     /// Offset of member `i`'s payload for step `s`.
@@ -318,7 +307,7 @@ pub fn bcast_now(
         return None;
     }
     let ch = Chan::new(comm).ok()?;
-    if buf.len() > ch.post_payload() {
+    if !super::select::bcast_now(buf.len(), &super::select::Group::of(&ch)) {
         return None;
     }
     let (fill, wait) = bcast_roles(&ch, buf, root);
@@ -404,7 +393,7 @@ pub fn reduce_now(
         return None;
     }
     let ch = Chan::new(comm).ok()?;
-    if total > ch.post_payload() {
+    if !super::select::reduce_now(total, &super::select::Group::of(&ch)) {
         return None;
     }
     let fill = |dst: &mut [u8]| part.input(0, &mut dst[..total]);

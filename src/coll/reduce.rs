@@ -39,40 +39,8 @@ pub struct Reduction<'a> {
 }
 
 /// Vectors up to this many bytes take the one-step path (more for some kinds of
-/// reduction: [`one_step_max`]).
+/// reduction: coll/select.rs `one_step_max`).
 pub const SMALL: usize = 16 << 10;
-
-/// The largest vector of `total` bytes that a reduction of `kind` over `n` members takes
-/// in one step (every member deposits its input, every receiver folds its part from all
-/// the slots) instead of the direct path or the pipeline, if it fits in a chunk. The
-/// pipeline splits the fold among the members but takes two steps; one step costs the
-/// receivers the whole fold of what they receive, which pays where they receive little
-/// or the steps are dear. Alternating runs on a 2-CPU Zen 4 VM (collbench, µs):
-/// - MPI_Reduce at np 2, 128/256/512 KiB: 12-13.5 / 15-16 / 30-35 in one step against
-///   15-16.5 / 26-28 / 48-64 on the direct path (Open MPI 14-15 / 26-37 / 56-59);
-///   at np 4 (2 ranks per CPU) 32/128/256 KiB: 10 / 19-23 / 30 against 15-16 / 33-35 /
-///   52-63, but 512 KiB-1 MiB mixed or slower; at np 8 32-256 KiB: 21-37 / 70 against
-///   29-250 / 79-421.
-/// - The reduce-scatters at np 2, 256 KiB / 512 KiB / 1 MiB: 17-19 / 23 / 42 against
-///   20-24 / 30 / 62-72 (pipeline, direct), but 3.2 / 11.5 against 2.9 / 10.3 at 32 /
-///   128 KiB; at np 8 32-256 KiB: 21 / 39-47 / 58 against 28-44 / 57-68 / 74-89, and
-///   the same at np 4.
-/// - MPI_Allreduce, where every member folds everything, at np 2: the same up to 256
-///   KiB, 1.2-1.5x the time at 512 KiB-1 MiB: only [`SMALL`].
-pub fn one_step_max(kind: super::direct::Kind, total: usize, n: usize) -> usize {
-    use super::direct::Kind;
-    const KIB: usize = 1 << 10;
-    let shared = n > super::direct::cpus_online();
-    match kind {
-        Kind::All => SMALL,
-        Kind::Rooted if shared => 256 * KIB,
-        Kind::Rooted => 512 * KIB,
-        Kind::Scatter | Kind::Arena if shared => 256 * KIB,
-        // (from 256 KiB: below, the pipeline was 10% faster)
-        Kind::Scatter | Kind::Arena if total >= 256 * KIB => 1024 * KIB,
-        Kind::Scatter | Kind::Arena => SMALL,
-    }
-}
 
 /// The chunk of a multi-chunk reduction whose members take turns on the CPUs.
 const SHARED_CPU_CHUNK: usize = 256 << 10;
@@ -207,16 +175,20 @@ pub async fn reduce_vector(
     part: &Part,
     kind: super::direct::Kind,
 ) -> MpiResult<()> {
+    use super::select::ReducePath;
     let ch = Chan::new(comm)?;
-    if ch.n > 1
-        && kind == super::direct::Kind::Rooted
-        && !comm.is_inter()
-        && total <= ch.post_limit(super::post::reduce_piece(ch.post_payload(), red.extent))
-    {
+    let path = super::select::reduce(
+        kind,
+        total,
+        red.extent,
+        &super::select::Group::of(&ch),
+        crate::settings::job(),
+    );
+    if path == ReducePath::Posted {
         return super::post::reduce(&ch, total, red, part).await;
     }
     ch.settle().await;
-    if ch.n == 1 {
+    if path == ReducePath::Alone {
         if let Some(s) = &part.send {
             if part.hi > part.lo {
                 let mut tmp = vec![0u8; part.hi - part.lo];
@@ -231,27 +203,40 @@ pub async fn reduce_vector(
         }
         return Ok(());
     }
-    let one = one_step_max(kind, total, ch.n);
-    if super::direct::adaptive(kind, total, ch.n) && !comm.is_inter() {
-        return adaptive(&ch, total, red, part, kind, one).await;
+    let fold = match path {
+        ReducePath::Adaptive(fold) => return adaptive(&ch, total, red, part, kind, fold).await,
+        ReducePath::Direct(fold) => {
+            // (boxed: a large future, and a large vector, where one allocation is
+            // nothing; inline, its state would be copied with every small reduction's
+            // future)
+            if Box::pin(super::direct::reduce(&ch, total, red, part)).await? {
+                return Ok(());
+            }
+            fold
+        }
+        ReducePath::Arena(fold) => fold,
+        ReducePath::Posted | ReducePath::Alone => unreachable!("taken above"),
+    };
+    reduce_fold(&ch, total, red, part, kind, fold).await
+}
+
+/// The arena's fold `fold` (coll/select.rs `Fold`) of a reduction of `kind`.
+async fn reduce_fold(
+    ch: &Chan<'_>,
+    total: usize,
+    red: &Reduction<'_>,
+    part: &Part,
+    kind: super::direct::Kind,
+    fold: super::select::Fold,
+) -> MpiResult<()> {
+    match fold {
+        super::select::Fold::Chain => Box::pin(super::chain::reduce(ch, total, red, part)).await,
+        super::select::Fold::Steps { one } => {
+            // Only MPI_Allreduce delivers a byte to more than one member.
+            let sole = kind != super::direct::Kind::All;
+            reduce_group(ch, total, red, part, &members(ch.n), sole, one).await
+        }
     }
-    // The one-step path comes first where it is taken (the vector fits in a slot, so
-    // in one chunk: `chunk_size`), unless the direct path is forced.
-    let one_step = total <= one && total <= ch.slot_bytes && !super::direct::forced();
-    if !one_step
-        && super::direct::wanted(kind, total, ch.n)
-        // (boxed: a large future, and a large vector, where one allocation is nothing;
-        // inline, its state would be copied with every small reduction's future)
-        && Box::pin(super::direct::reduce(&ch, total, red, part)).await?
-    {
-        return Ok(());
-    }
-    if !one_step && super::chain::wanted(&ch, total, red.extent) {
-        return Box::pin(super::chain::reduce(&ch, total, red, part)).await;
-    }
-    // Only MPI_Allreduce delivers a byte to more than one member.
-    let sole = kind != super::direct::Kind::All;
-    reduce_group(&ch, total, red, part, &members(ch.n), sole, one).await
 }
 
 /// The path word of a channel (shm `CHAN_PATH`): the channel's generation (16 bits),
@@ -270,7 +255,7 @@ fn read_path_word(w: u64, gen: u64) -> (u64, bool, bool) {
     ((w >> 2) & ((1 << 46) - 1), w & 2 != 0, w & 1 != 0)
 }
 
-/// A reduction of [`super::direct::adaptive`]: the direct path or the arena path (the
+/// A reduction of coll/select.rs `adaptive`: the direct path or the arena's `fold` (the
 /// one-step path, the chain or the pipeline, as without the choice).
 ///
 /// Every member must take the same path without a step spent on agreeing. Member 0
@@ -290,7 +275,7 @@ async fn adaptive(
     red: &Reduction<'_>,
     part: &Part,
     kind: super::direct::Kind,
-    one: usize,
+    fold: super::select::Fold,
 ) -> MpiResult<()> {
     use super::direct::CHOOSER;
     let a = &ch.job.arena;
@@ -302,13 +287,7 @@ async fn adaptive(
     let t0 = std::time::Instant::now();
     let direct = want_direct && Box::pin(super::direct::reduce(ch, total, red, part)).await?;
     if !direct {
-        let one_step = total <= one && total <= ch.slot_bytes;
-        if !one_step && super::chain::wanted(ch, total, red.extent) {
-            Box::pin(super::chain::reduce(ch, total, red, part)).await?;
-        } else {
-            let sole = kind != super::direct::Kind::All;
-            reduce_group(ch, total, red, part, &members(ch.n), sole, one).await?;
-        }
+        reduce_fold(ch, total, red, part, kind, fold).await?;
     }
     if ch.me == 0 {
         let now = std::time::Instant::now();

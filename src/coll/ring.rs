@@ -82,23 +82,6 @@ impl Placement {
     }
 }
 
-/// `SHMPI_BCAST_RING`: `0` never, `1` from the smallest vector the posted steps do not
-/// carry at any member count (the tests use it to run the ring with a CPU per member on
-/// small data); unset: see [`wanted`].
-fn forced() -> Option<bool> {
-    static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| super::env_switch("SHMPI_BCAST_RING"))
-}
-
-/// Whether MPI_Bcast of `total` bytes, more than the posted steps carry, takes the ring:
-/// with more members than CPUs always, else from [`ALONE_MIN`] on; not when
-/// `SHMPI_DIRECT` forces the direct path. Every member decides the same.
-pub fn wanted(ch: &Chan<'_>, total: usize) -> bool {
-    forced().unwrap_or(
-        !super::direct::forced() && (ch.n > super::direct::cpus_online() || total >= ALONE_MIN),
-    ) && ring_geometry(ch).1 >= 2
-}
-
 /// The smallest MPI_Bcast that takes the ring when every member has a CPU. At 2 ranks on
 /// 2 CPUs, back-to-back calls from one root (three alternating runs against the pipeline
 /// of bcast.rs and the direct path of direct.rs): 0.5x the time at 8 KiB, 0.3-0.4x at
@@ -108,12 +91,17 @@ pub const ALONE_MIN: usize = 8 << 10;
 
 /// The ring over the channel's slots: its unit's bytes and its units.
 fn ring_geometry(ch: &Chan<'_>) -> (usize, usize) {
-    let unit = UNIT.min(ch.slot_bytes / 4 / 64 * 64).max(64);
-    (unit, (2 * ch.n * ch.slot_bytes).min(RING_BYTES) / unit)
+    geometry_for(ch.n, ch.slot_bytes)
 }
 
-/// MPI_Bcast of `buf` from channel member `root` through the ring (after [`wanted`]
-/// said yes).
+/// [`ring_geometry`] of a channel of `n` members with slots of `slot` bytes.
+pub(super) fn geometry_for(n: usize, slot: usize) -> (usize, usize) {
+    let unit = UNIT.min(slot / 4 / 64 * 64).max(64);
+    (unit, (2 * n * slot).min(RING_BYTES) / unit)
+}
+
+/// MPI_Bcast of `buf` from channel member `root` through the ring (after coll/select.rs
+/// `ring` said yes).
 pub async fn bcast(ch: &Chan<'_>, buf: &UserBuf, root: usize) -> MpiResult<()> {
     let (unit, units) = ring_geometry(ch);
     let chunk = CHUNK.min(ch.slot_bytes).min(units / 2 * unit);

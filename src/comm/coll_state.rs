@@ -41,13 +41,6 @@ pub struct CollState {
     pub check_args: AtomicBool,
 }
 
-/// Whether collectives check argument agreement at all (`SHMPI_CHECK_ARGS=0` turns it
-/// off everywhere).
-pub fn checks_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("SHMPI_CHECK_ARGS").map_or(true, |v| v != "0"))
-}
-
 impl CollState {
     /// Sets the descriptor the current collective publishes with its first step.
     pub fn set_desc(&self, d: Desc) {
@@ -112,7 +105,7 @@ impl CollState {
 
     /// Whether collectives on this communicator check argument agreement.
     pub fn checks_args(&self) -> bool {
-        checks_enabled() && self.intra && self.check_args.load(Ordering::Relaxed)
+        crate::settings::job().check_args && self.intra && self.check_args.load(Ordering::Relaxed)
     }
 }
 

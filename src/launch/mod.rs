@@ -942,16 +942,17 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
     }
     block_signals(&sigset);
 
-    // The arena's layout depends on SHMPI_* tuning variables, read by mpiexec (which
-    // creates the arena) and by every rank (which maps it): both must see the same
-    // values, so those given with -genv apply to mpiexec too.
+    // The job-wide SHMPI_* settings (settings.rs `Job`: the arena's layout, the
+    // algorithms) are mpiexec's, recorded in the arena, which every rank takes them
+    // from: those given with -genv apply to mpiexec too.
     for (k, v) in &opts.env {
         if k.starts_with("SHMPI_") {
             std::env::set_var(k, v);
         }
     }
 
-    let arena_fd: OwnedFd = shm::create_job_arena(slots, n)
+    let job_settings = crate::settings::Job::from_env();
+    let arena_fd: OwnedFd = shm::create_job_arena(slots, n, &job_settings)
         .and_then(above_stdio)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot create the job arena: {e}")))?;
     let arena = Arena::map(arena_fd.as_raw_fd(), slots, n)

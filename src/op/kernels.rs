@@ -387,10 +387,10 @@ pub fn simd_level() -> SimdLevel {
                 }
             }
         }
-        match std::env::var("SHMPI_SIMD").as_deref() {
-            Ok("baseline") => SimdLevel::Baseline,
-            Ok("avx2") => have.min(SimdLevel::Avx2),
-            _ => have,
+        match crate::settings::rank().simd {
+            crate::settings::SimdCap::Baseline => SimdLevel::Baseline,
+            crate::settings::SimdCap::Avx2 => have.min(SimdLevel::Avx2),
+            crate::settings::SimdCap::None => have,
         }
     })
 }

@@ -111,14 +111,7 @@ impl UserBuf {
 /// streaming was even or slower. `SHMPI_STREAM_MIN` (bytes, default 8 MiB) moves the
 /// threshold. (The cache size the system reports is no guide: this VM reports 256 MiB.)
 pub fn streaming(bytes: usize) -> bool {
-    static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    bytes
-        >= *MIN.get_or_init(|| {
-            std::env::var("SHMPI_STREAM_MIN")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(8 << 20)
-        })
+    bytes >= crate::settings::job().stream_min
 }
 
 /// Copies `src` to `dst` with non-temporal (streaming) stores, then fences them, so

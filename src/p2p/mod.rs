@@ -412,6 +412,20 @@ fn eager_max(a: &Arena) -> usize {
     (a.lay.ring_bytes / 4).min(16 << 10)
 }
 
+/// Whether a point-to-point message of `len` bytes that goes by rendezvous offers its
+/// receiver to read it straight from the sender's memory (p2p/mod.rs `F_RTS_DIRECT`):
+/// unless `SHMPI_DIRECT` is off, from `SHMPI_DIRECT_MIN` bytes on (by default above the
+/// eager limit `eager`: a synchronous send of a short message keeps to the pipe), if
+/// this process is readable. The receiver falls back to the pipe if it cannot read.
+fn direct_wanted(len: usize, eager: usize) -> bool {
+    direct_wanted_by(len, eager, crate::settings::job()) && crate::shm::peer::usable()
+}
+
+/// [`direct_wanted`] without the question whether this process is readable.
+fn direct_wanted_by(len: usize, eager: usize, set: &crate::settings::Job) -> bool {
+    set.direct != crate::settings::Direct::Off && len >= set.direct_min.unwrap_or(eager + 1)
+}
+
 // ---------------------------------------------------------------- rings
 
 /// The frame ring of the ordered pair (src, dst) (its protocol: shm/proto.rs).
@@ -968,7 +982,7 @@ impl Engine {
                 let len = s.data.len();
                 let kind = if !s.rdv {
                     F_EAGER
-                } else if crate::coll::direct::p2p_wanted(len, eager_max(a)) {
+                } else if direct_wanted(len, eager_max(a)) {
                     F_RTS_DIRECT
                 } else {
                     F_RTS
@@ -2030,4 +2044,26 @@ pub fn detach(id: ReqId) -> MpiResult<()> {
             e.detached.push(id);
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(kv: &'static [(&'static str, &'static str)]) -> crate::settings::Job {
+        crate::settings::Job::from_lookup(|k| {
+            kv.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn direct_reads_of_rendezvous_messages() {
+        let auto = set(&[]);
+        assert!(!direct_wanted_by(64 << 10, 64 << 10, &auto));
+        assert!(direct_wanted_by((64 << 10) + 1, 64 << 10, &auto));
+        let min = set(&[("SHMPI_DIRECT_MIN", "1")]);
+        assert!(direct_wanted_by(1, 64 << 10, &min));
+        let off = set(&[("SHMPI_DIRECT", "off")]);
+        assert!(!direct_wanted_by(1 << 30, 64 << 10, &off));
+    }
 }

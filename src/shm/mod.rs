@@ -6,7 +6,8 @@
 //!
 //! | region   | what                                                          |
 //! |----------|---------------------------------------------------------------|
-//! | header   | magic, rank count, abort record, channel allocator            |
+//! | header   | magic, rank count, abort record, channel allocator, the job's |
+//! |          | settings (settings.rs: taken from the arena's creator)        |
 //! | ranks    | per rank: doorbell (futex word), sleeping flag, pid, state     |
 //! | rings    | per ordered pair (src, dst): SPSC ring of message frames       |
 //! | pipes    | per ordered pair: a two-segment bulk pipe for large messages  |
@@ -25,10 +26,12 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 pub const CACHE_LINE: usize = 64;
-const MAGIC: u64 = 0x7368_6d70_6931_0004; // "shmpi1" + version
+const MAGIC: u64 = 0x7368_6d70_6931_0005; // "shmpi1" + version
 
 /// Sizes of the arena's regions for a job of `n` process slots (the universe: the
-/// ranks mpiexec starts plus room for MPI_Comm_spawn), tuned for `np` started ranks.
+/// ranks mpiexec starts plus room for MPI_Comm_spawn), tuned for `np` started ranks and
+/// the job's settings (`SHMPI_SEGMENT`, `SHMPI_PIPE_SEGMENT`), which the arena records:
+/// every rank lays it out from the arena's own values ([`Arena::map`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Layout {
     pub n: usize,
@@ -80,15 +83,16 @@ fn round_up(x: usize, a: usize) -> usize {
 }
 
 impl Layout {
-    /// The layout of an arena of `n` slots tuned for `np` ranks (`np <= n`): ring,
-    /// pipe and segment sizes follow `np`, the per-pair and per-member regions `n`.
-    pub fn new(n: usize, np: usize) -> Layout {
+    /// The layout of an arena of `n` slots tuned for `np` ranks (`np <= n`) under the
+    /// job's settings `set`: ring, pipe and segment sizes follow `np`, the per-pair and
+    /// per-member regions `n`.
+    pub fn new(n: usize, np: usize, set: &crate::settings::Job) -> Layout {
         let np = np.clamp(1, n.max(1));
-        let env_usize = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
         let ring_bytes = if np <= 32 { 64 << 10 } else { 16 << 10 };
         // A slot holds at least 64 bytes per member (alltoall splits it among them).
         let min_slot = round_up(64 * n, 64);
-        let pipe_seg = env_usize("SHMPI_PIPE_SEGMENT")
+        let pipe_seg = set
+            .pipe_segment
             .map(|v| round_up(v.max(64), 64))
             .unwrap_or(if np <= 32 { 64 << 10 } else { 16 << 10 });
         // 1 MiB up to 8 ranks: against 256 KiB, at 2, 4 and 8 ranks on 2 CPUs,
@@ -96,7 +100,8 @@ impl Layout {
         // MPI_Reduce_scatter_block 0.8-0.95x at 16-64 MiB at 2 and 4 ranks (fewer
         // steps, each a synchronisation; at 8 ranks runs disagreed, 0.8-1.1x); some
         // oversubscribed reductions keep 256 KiB chunks (coll/reduce.rs `chunk_size`).
-        let slot_bytes = env_usize("SHMPI_SEGMENT")
+        let slot_bytes = set
+            .segment
             .map(|v| round_up(v.max(min_slot), 64))
             .unwrap_or(if np <= 8 {
                 1 << 20
@@ -194,6 +199,8 @@ impl Layout {
 const H_MAGIC: usize = 0;
 const H_NRANKS: usize = 8;
 const H_NP: usize = 16;
+/// The arena's bytes (as its creator laid it out).
+const H_TOTAL: usize = 24;
 pub const H_ABORT_FLAG: usize = 64;
 pub const H_ABORT_CODE: usize = 68;
 pub const H_ABORT_RANK: usize = 72;
@@ -203,6 +210,9 @@ pub const ABORT_CALLED: u32 = 0;
 pub const ABORT_FATAL_ERROR: u32 = 1;
 const H_CHAN_LOCK: usize = 128;
 const H_CHAN_BITMAP: usize = 192; // NCHAN bits = 256 bytes
+/// The job's settings (settings.rs `Job::to_words`), `settings::JOB_WORDS` words.
+const H_SETTINGS: usize = 1024;
+const _: () = assert!(H_SETTINGS + 8 * crate::settings::JOB_WORDS <= SPAWN_OFF);
 
 // Rank block field offsets.
 pub const R_DOORBELL: usize = 0;
@@ -236,10 +246,11 @@ pub const STATE_FINALIZED: u32 = 2;
 /// step of any communicator again.
 pub const STATE_FINALIZING: u32 = 3;
 
-/// Creates a job arena for `n` ranks and returns its descriptor (without CLOEXEC, so
-/// that exec'd ranks inherit it).
-pub fn create_job_arena(n: usize, np: usize) -> io::Result<OwnedFd> {
-    let lay = Layout::new(n, np);
+/// Creates a job arena for `n` ranks under the job's settings `set` (the creator's:
+/// recorded in the arena, every rank takes them from there) and returns its descriptor
+/// (without CLOEXEC, so that exec'd ranks inherit it).
+pub fn create_job_arena(n: usize, np: usize, set: &crate::settings::Job) -> io::Result<OwnedFd> {
+    let lay = Layout::new(n, np, set);
     // SAFETY: memfd_create with a valid NUL-terminated name; the result is checked.
     let fd = unsafe { libc::memfd_create(c"shmpi-arena".as_ptr(), 0) };
     if fd < 0 {
@@ -251,9 +262,13 @@ pub fn create_job_arena(n: usize, np: usize) -> io::Result<OwnedFd> {
     if unsafe { libc::ftruncate(fd, lay.total as libc::off_t) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    let a = Arena::map(owned.as_raw_fd(), n, np)?;
+    let a = Arena::map_layout(owned.as_raw_fd(), lay)?;
     a.u64_at(H_NRANKS).store(n as u64, Ordering::Relaxed);
     a.u64_at(H_NP).store(lay.np as u64, Ordering::Relaxed);
+    a.u64_at(H_TOTAL).store(lay.total as u64, Ordering::Relaxed);
+    for (k, w) in set.to_words().iter().enumerate() {
+        a.u64_at(H_SETTINGS + 8 * k).store(*w, Ordering::Relaxed);
+    }
     // Channel 0 is the first MPI_COMM_WORLD's, channel 1 + r is slot r's MPI_COMM_SELF.
     a.reserve_channel(0);
     a.u64_at(a.lay.chan(0))
@@ -265,6 +280,29 @@ pub fn create_job_arena(n: usize, np: usize) -> io::Result<OwnedFd> {
     a.u64_at(H_MAGIC).store(MAGIC, Ordering::Release);
     drop(a);
     Ok(owned)
+}
+
+/// The job's settings recorded in the header of the arena behind `fd` (read before it
+/// is mapped: its layout depends on them).
+fn read_settings(fd: i32) -> io::Result<crate::settings::Job> {
+    let mut page = [0u8; H_SETTINGS + 8 * crate::settings::JOB_WORDS];
+    // SAFETY: pread into a buffer we own, of its length; the result is checked.
+    let got = unsafe { libc::pread(fd, page.as_mut_ptr() as *mut libc::c_void, page.len(), 0) };
+    if got < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let word = |off: usize| u64::from_ne_bytes(page[off..off + 8].try_into().unwrap());
+    if got as usize != page.len() || word(H_MAGIC) != MAGIC {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a job arena of this version of shmpi (its header does not match)",
+        ));
+    }
+    let mut w = [0u64; crate::settings::Job::WORDS];
+    for (k, v) in w.iter_mut().enumerate() {
+        *v = word(H_SETTINGS + 8 * k);
+    }
+    Ok(crate::settings::Job::from_words(&w))
 }
 
 /// A mapping of the job arena.
@@ -284,9 +322,15 @@ unsafe impl Send for Arena {}
 unsafe impl Sync for Arena {}
 
 impl Arena {
-    /// Maps the arena behind `fd`, created for `n` slots tuned for `np` ranks.
+    /// Maps the arena behind `fd`, created for `n` slots tuned for `np` ranks, laid out
+    /// with the settings its creator recorded in it (not this process's environment).
     pub fn map(fd: i32, n: usize, np: usize) -> io::Result<Arena> {
-        let lay = Layout::new(n, np);
+        let set = read_settings(fd)?;
+        Arena::map_layout(fd, Layout::new(n, np, &set))
+    }
+
+    /// Maps the arena behind `fd` with layout `lay`.
+    fn map_layout(fd: i32, lay: Layout) -> io::Result<Arena> {
         // SAFETY: mapping a shared file of at least lay.total bytes; result checked.
         let p = unsafe {
             libc::mmap(
@@ -328,7 +372,7 @@ impl Arena {
         Arena {
             base: NonNull::new(p as *mut u8).unwrap(),
             len,
-            lay: Layout::new(1, 1),
+            lay: Layout::new(1, 1, &crate::settings::Job::from_lookup(|_| None)),
             launched: false,
         }
     }
@@ -348,6 +392,16 @@ impl Arena {
         self.u64_at(H_MAGIC).load(Ordering::Acquire) == MAGIC
             && self.u64_at(H_NRANKS).load(Ordering::Relaxed) == self.lay.n as u64
             && self.u64_at(H_NP).load(Ordering::Relaxed) == self.lay.np as u64
+            && self.u64_at(H_TOTAL).load(Ordering::Relaxed) == self.lay.total as u64
+    }
+
+    /// The job's settings its creator recorded (settings.rs: every rank adopts them).
+    pub fn settings(&self) -> crate::settings::Job {
+        let mut w = [0u64; crate::settings::Job::WORDS];
+        for (k, v) in w.iter_mut().enumerate() {
+            *v = self.u64_at(H_SETTINGS + 8 * k).load(Ordering::Relaxed);
+        }
+        crate::settings::Job::from_words(&w)
     }
 
     pub fn len(&self) -> usize {
@@ -687,5 +741,37 @@ impl Drop for Arena {
         unsafe {
             libc::munmap(self.base.as_ptr() as *mut libc::c_void, self.len);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mapping lays the arena out with the settings its creator recorded, not with
+    /// this process's: every rank gets the creator's slots and pipes.
+    #[test]
+    fn layout_from_the_arena() {
+        let set = crate::settings::Job::from_lookup(|k| match k {
+            "SHMPI_SEGMENT" => Some("4096".into()),
+            "SHMPI_PIPE_SEGMENT" => Some("8192".into()),
+            "SHMPI_CHAIN" => Some("1".into()),
+            "SHMPI_DIRECT" => Some("require".into()),
+            _ => None,
+        });
+        let fd = create_job_arena(3, 3, &set).expect("create an arena");
+        let a = Arena::map(fd.as_raw_fd(), 3, 3).expect("map it");
+        assert!(a.validate());
+        assert_eq!(a.settings(), set);
+        assert_eq!(a.lay.slot_bytes, 4096);
+        assert_eq!(a.lay.pipe_seg, 8192);
+        assert_eq!(a.lay.total, Layout::new(3, 3, &set).total);
+        // A descriptor that is not an arena is refused before it is mapped.
+        // SAFETY: memfd_create with a valid name; the result is checked.
+        let other = unsafe { libc::memfd_create(c"not-an-arena".as_ptr(), 0) };
+        assert!(other >= 0);
+        // SAFETY: `other` is a fresh descriptor we own.
+        let other = unsafe { OwnedFd::from_raw_fd(other) };
+        assert!(Arena::map(other.as_raw_fd(), 3, 3).is_err());
     }
 }

@@ -29,23 +29,21 @@ const SLEEP: Duration = Duration::from_millis(20);
 /// phases in which yielding does not let the awaited peer run and each step lasts until
 /// the waiter sleeps; YIELD bounds that stall (it was 300 µs).
 static TUNE: std::sync::LazyLock<(Duration, Duration, Duration)> = std::sync::LazyLock::new(|| {
+    let s = crate::settings::rank();
     (
-        env_us("SHMPI_SPIN_US", SPIN),
-        env_us("SHMPI_YIELD_US", YIELD),
-        env_us("SHMPI_LONELY_US", LONELY),
+        us_or(s.spin_us, SPIN),
+        us_or(s.yield_us, YIELD),
+        us_or(s.lonely_us, LONELY),
     )
 });
 
 /// SLEEP unless `SHMPI_SLEEP_US` says otherwise. The tests set it to many seconds, so
 /// that a lost wake-up shows as a test that runs out of time instead of a 20 ms stall.
 static SLEEP_MAX: std::sync::LazyLock<Duration> =
-    std::sync::LazyLock::new(|| env_us("SHMPI_SLEEP_US", SLEEP));
+    std::sync::LazyLock::new(|| us_or(crate::settings::rank().sleep_us, SLEEP));
 
-fn env_us(k: &str, d: Duration) -> Duration {
-    std::env::var(k)
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .map_or(d, Duration::from_micros)
+fn us_or(us: Option<u64>, d: Duration) -> Duration {
+    us.map_or(d, Duration::from_micros)
 }
 
 /// How a rank waits, fixed at start-up.
@@ -58,12 +56,9 @@ pub struct WaitPolicy {
 impl WaitPolicy {
     pub fn detect(nranks: usize) -> WaitPolicy {
         let cpus = available_cpus();
-        let forced = std::env::var("SHMPI_OVERSUBSCRIBED").ok();
-        let oversubscribed = match forced.as_deref() {
-            Some("1") => true,
-            Some("0") => false,
-            _ => nranks > cpus,
-        };
+        let oversubscribed = crate::settings::rank()
+            .oversubscribed
+            .unwrap_or(nranks > cpus);
         WaitPolicy { oversubscribed }
     }
 }
@@ -76,7 +71,7 @@ impl WaitPolicy {
 /// processes than CPUs nothing is pinned: concurrent jobs would pile up on the first
 /// CPUs. `SHMPI_BIND=none` turns it off.
 pub fn bind_oversubscribed(slot: usize, oversubscribed: bool) {
-    if !oversubscribed || std::env::var("SHMPI_BIND").as_deref() == Ok("none") {
+    if !oversubscribed || !crate::settings::rank().bind {
         return;
     }
     let size = std::mem::size_of::<libc::cpu_set_t>();

@@ -125,8 +125,9 @@ fn env_entries() -> Entries {
         if !rest.is_empty() {
             e.push(("argv".to_string(), rest.join(" ")));
         }
-        let procs = std::env::var("SHMPI_SIZE")
-            .ok()
+        let procs = crate::settings::startup()
+            .size
+            .as_deref()
             .and_then(|v| v.parse::<usize>().ok())
             .unwrap_or(1);
         e.push(("maxprocs".to_string(), procs.to_string()));
