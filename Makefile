@@ -3,12 +3,12 @@ PREFIX ?= $(CURDIR)/build
 CARGO  ?= cargo
 LIB     = target/release/libshmpi.so
 
-.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal clean install install-tree install-fortran install-pkgconfig fuzz sanitize
+.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal clean install install-tree install-fortran install-pkgconfig fuzz sanitize api api-venv
 
 all: build
 
 # System packages the build and the tests need (Debian): installed only when missing.
-DEB_PKGS = gcc g++ gfortran make mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev python3 python3-venv python3-dev cmake valgrind meson ninja-build pkg-config
+DEB_PKGS = gcc g++ clang gfortran make mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev python3 python3-venv python3-dev cmake valgrind meson ninja-build pkg-config
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
@@ -69,12 +69,30 @@ demo: deps build
 	$(PREFIX)/bin/mpicc -Wall -Wextra -Werror -O2 -o target/demo/allreduce examples/allreduce.c
 	$(PREFIX)/bin/mpiexec -n 4 target/demo/allreduce
 
+# The API table (api/, see api/gen.py): the MPI Forum's machine-readable MPI 5.0
+# standard, PyPI's pympistandard 0.2.0, installed in a venv under the build tree. Only
+# `make api` needs it (and the network); the build uses the committed api/ files.
+API_VENV = build/venv
+API_STAMP = $(API_VENV)/.pympistandard-0.2.0
+api-venv: $(API_STAMP)
+$(API_STAMP):
+	python3 -m venv $(API_VENV)
+	$(API_VENV)/bin/pip install -q pympistandard==0.2.0
+	@touch $@
+
+# Regenerates api/exported.txt (nm of the library just built), api/mpi50.tsv and
+# api/prototypes.h, then builds again so that mpi.h declares what the library exports.
+api: api-venv
+	$(CARGO) build --release --lib --bins
+	$(API_VENV)/bin/python api/gen.py --lib $(LIB)
+	$(MAKE) --no-print-directory build
+
 # Every test: Rust unit and integration tests, then the C (and Fortran) programs under
 # mpiexec (also built with MPICH and run on MPICH), then the clients in clients/LIST
 # (PMPI, CMake, make install and a moved tree, meson, autoconf-style checks, rsmpi,
 # mpi4py). The last line is the C suite's `N passed, N failed`.
 test: deps build
-	$(CARGO) test --release -q --lib --bins --test abi_header --test launcher --test failures --test fuzz --test loom
+	$(CARGO) test --release -q --lib --bins --test abi_header --test api_coverage --test layers --test launcher --test failures --test fuzz --test loom
 	tests/sanitize/run.sh quick
 	$(CARGO) test --release --test c_suite
 

@@ -1,6 +1,6 @@
 //! Build script: generates the Rust view of the ABI constant table (abi/mpich-abi-c.tsv),
-//! the C header (include/mpi.h.in + the same table -> build/include/mpi.h, see
-//! build_support/header.rs), and compiles the C kernels that have no Rust type.
+//! the C header (include/mpi.h.in + the same table + api/prototypes.h ->
+//! build/include/mpi.h, see build_support/header.rs), and compiles the C kernels that have no Rust type.
 
 use std::env;
 use std::fs;
@@ -16,6 +16,7 @@ fn main() {
     println!("cargo:rerun-if-changed=abi/mpich-abi-c.tsv");
     println!("cargo:rerun-if-changed=build_support/header.rs");
     println!("cargo:rerun-if-changed=include/mpi.h.in");
+    println!("cargo:rerun-if-changed=api/prototypes.h");
     let tsv = fs::read_to_string(&tsv_path).expect("abi/mpich-abi-c.tsv");
 
     // Rust constants: every handle and integer constant, once.
@@ -52,7 +53,8 @@ fn main() {
     let tmpl_path = root.join("include/mpi.h.in");
     if tmpl_path.exists() {
         let tmpl = fs::read_to_string(&tmpl_path).unwrap();
-        let h = header::generate_mpi_h(&tsv, &tmpl);
+        let protos = fs::read_to_string(root.join("api/prototypes.h")).expect("api/prototypes.h");
+        let h = header::generate_mpi_h(&tsv, &tmpl, &protos);
         fs::write(out.join("mpi.h"), &h).unwrap();
         // Also a stable path for the Makefile.
         let gen_dir = root.join("target/generated");
