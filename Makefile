@@ -3,7 +3,7 @@ PREFIX ?= $(CURDIR)/build
 CARGO  ?= cargo
 LIB     = target/release/libshmpi.so
 
-.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal clean install install-tree install-fortran install-pkgconfig fuzz sanitize api api-venv
+.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal clean install install-tree install-fortran install-pkgconfig fuzz sanitize api api-venv lint
 
 all: build
 
@@ -91,10 +91,15 @@ api: api-venv
 # mpiexec (also built with MPICH and run on MPICH), then the clients in clients/LIST
 # (PMPI, CMake, make install and a moved tree, meson, autoconf-style checks, rsmpi,
 # mpi4py). The last line is the C suite's `N passed, N failed`.
-test: deps build
+test: deps build lint
 	$(CARGO) test --release -q --lib --bins --test abi_header --test api_coverage --test layers --test launcher --test failures --test fuzz --test loom
 	tests/sanitize/run.sh quick
 	$(CARGO) test --release --test c_suite
+
+# The gates every change passes: formatting and clippy with warnings as errors.
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --release --workspace --all-targets -q -- -D warnings
 
 # C test programs under valgrind memcheck (np 2) and built with AddressSanitizer (np 2, 3).
 sanitize: build

@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 
 fn rust_files(p: &Path, out: &mut Vec<PathBuf>) {
     if p.is_dir() {
-        let mut entries: Vec<_> = fs::read_dir(p).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut entries: Vec<_> = fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
         entries.sort();
         for e in entries {
             rust_files(&e, out);
@@ -39,7 +42,10 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
     for e in fs::read_dir(&src).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_stem().unwrap().to_string_lossy().to_string();
-        if name == "lib" || name == "bin" || (p.is_file() && p.extension().is_none_or(|x| x != "rs")) {
+        if name == "lib"
+            || name == "bin"
+            || (p.is_file() && p.extension().is_none_or(|x| x != "rs"))
+        {
             continue;
         }
         let mut files = Vec::new();
@@ -135,10 +141,16 @@ fn no_import_cycle_between_top_level_modules() {
     let g = graph();
     assert!(g.len() > 10, "found only {} modules in src/", g.len());
     for (m, deps) in &g {
-        println!("{m} -> {}", deps.iter().cloned().collect::<Vec<_>>().join(" "));
+        println!(
+            "{m} -> {}",
+            deps.iter().cloned().collect::<Vec<_>>().join(" ")
+        );
     }
     let c = cycles(&g);
-    assert!(c.is_empty(), "import cycles between top-level modules of src: {c:?}");
+    assert!(
+        c.is_empty(),
+        "import cycles between top-level modules of src: {c:?}"
+    );
 }
 
 #[test]
