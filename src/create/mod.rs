@@ -118,24 +118,19 @@ async fn split_in_turn(
     if n > 1 {
         ch.step().await?;
     }
-    let colors: Vec<i32> = (0..n)
-        .map(|i| {
-            if i == ch.me {
-                color
-            } else {
-                ch.peer_args(i, 0) as u32 as i32
-            }
-        })
-        .collect();
-    let keys: Vec<i32> = (0..n)
-        .map(|i| {
-            if i == ch.me {
-                key
-            } else {
-                ch.peer_args(i, 1) as u32 as i32
-            }
-        })
-        .collect();
+    // Every member's argument `k` (this member's own is `mine`).
+    let args = |k: usize, mine: i32| -> Vec<i32> {
+        (0..n)
+            .map(|i| {
+                if i == ch.me {
+                    mine
+                } else {
+                    ch.peer_args(i, k) as u32 as i32
+                }
+            })
+            .collect()
+    };
+    let (colors, keys) = (args(0, color), args(1, key));
     // Each colour's members in (key, rank) order; the first is the leader.
     let members = |c: i32| {
         let mut m: Vec<usize> = (0..n).filter(|&i| colors[i] == c).collect();

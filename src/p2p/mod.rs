@@ -1563,32 +1563,19 @@ pub fn complete_user(id: ReqId) -> MpiResult<bool> {
     })
 }
 
+/// Whether `id` is a live request whose kind `is` says yes to.
+fn kind_is(id: ReqId, is: impl Fn(&ReqKind) -> bool) -> bool {
+    with_engine(|e, _| matches!(e.reqs.get(id), Some(Some(r)) if is(&r.kind))).unwrap_or(false)
+}
+
 /// Whether `id` is a live user request.
 pub fn is_user(id: ReqId) -> bool {
-    with_engine(|e, _| {
-        matches!(
-            e.reqs.get(id),
-            Some(Some(Req {
-                kind: ReqKind::User,
-                ..
-            }))
-        )
-    })
-    .unwrap_or(false)
+    kind_is(id, |k| matches!(k, ReqKind::User))
 }
 
 /// Whether `id` is a nonblocking collective's request.
 pub fn is_coll(id: ReqId) -> bool {
-    with_engine(|e, _| {
-        matches!(
-            e.reqs.get(id),
-            Some(Some(Req {
-                kind: ReqKind::Coll,
-                ..
-            }))
-        )
-    })
-    .unwrap_or(false)
+    kind_is(id, |k| matches!(k, ReqKind::Coll))
 }
 
 /// Tests a request: Some(status) and frees it if complete.
