@@ -3,7 +3,7 @@ PREFIX ?= $(CURDIR)/build
 CARGO  ?= cargo
 LIB     = target/release/libshmpi.so
 
-.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal clean install install-tree install-fortran install-pkgconfig fuzz sanitize api api-venv lint
+.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal clean install install-tree install-fortran install-pkgconfig fuzz sanitize api api-venv lint bench-vs
 
 all: build
 
@@ -136,6 +136,13 @@ bench-p2p: deps build
 # see rlocal_bench() in bench/run.py; bench/rlocal_results.md).
 bench-rlocal: deps build
 	python3 bench/run.py --rlocal
+
+# This build against another build tree BASE (e.g. the previous commit's build/), the
+# collectives and point-to-point paired by round (bench/vs_build.md; see
+# vs_build_bench() in bench/run.py; about 25 minutes, BENCH_QUICK=1 for a few).
+bench-vs: build
+	@test -n "$(BASE)" || { echo "make bench-vs BASE=/path/to/other/build"; exit 2; }
+	python3 bench/run.py --vs-build $(BASE)
 
 # Overlap of MPI_Iallreduce with computation, shmpi vs MPICH vs Open MPI (np 2 and 4).
 bench-overlap: deps build

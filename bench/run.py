@@ -22,6 +22,8 @@ agreement check costs: see agree_bench().
 (bench/p2pbench.c; BENCH_NP, BENCH_P2P_ROUNDS): see p2p_bench().
 `bench/run.py --rlocal` (make bench-rlocal) runs only the MPI_Reduce_local part
 (BENCH_RL_ROUNDS, BENCH_RL_SIZES="bytes ..."): see rlocal_bench().
+`bench/run.py --vs-build DIR` (make bench-vs BASE=DIR) compares this build with the
+build tree DIR, paired by round: see vs_build_bench().
 """
 import datetime
 import math
@@ -988,6 +990,106 @@ def rlocal_bench():
     log(f"bench: wrote {OUTDIR}/rlocal_results.md in {time.time() - t0:.0f} s")
 
 
+def vs_build_bench(base):
+    """This build against another build tree `base` (a PREFIX with bin/mpicc and
+    bin/mpiexec, e.g. the previous commit's build/): the collectives of `make bench`
+    (np 2, 4, 8, 8 B to 64 MiB; BENCH_NP, BENCH_QUICK as there) and point-to-point
+    ping-pong and exchange (bench/p2pbench.c, np 2), BENCH_VS_ROUNDS (7) rounds, the two
+    builds back to back in an order that alternates from round to round, each run
+    starting in the near phase (`Phase`). A cell shows the median of the per-round time
+    ratios (this build / base) and is marked `+` or `-` where the exact one-sided
+    Wilcoxon signed-rank test on the rounds' log ratios says this build is faster or
+    slower (p < 0.05). Writes bench/vs_build.md (BENCH_OUT to write elsewhere)."""
+    rounds = int(os.environ.get("BENCH_VS_ROUNDS", "7"))
+    impls = ["new", "base"]
+    cc = {"new": CC["shmpi"], "base": [os.path.join(base, "bin", "mpicc")]}
+    mpiexec = {"new": os.path.join(ROOT, "build", "bin", "mpiexec"),
+               "base": os.path.join(base, "bin", "mpiexec")}
+    for impl in impls:
+        if not os.access(cc[impl][0], os.X_OK) or not os.access(mpiexec[impl], os.X_OK):
+            sys.exit(f"bench: no {cc[impl][0]} or {mpiexec[impl]}")
+    os.makedirs(BUILD, exist_ok=True)
+    exes = {}
+    for impl in impls:
+        for prog in ("collbench", "p2pbench"):
+            exes[(impl, prog)] = os.path.join(BUILD, f"{prog}.vs-{impl}")
+            cmd = cc[impl] + ["-std=c99", "-D_POSIX_C_SOURCE=200809L", "-O2", "-Wall",
+                              "-Wextra", "-Werror", "-o", exes[(impl, prog)],
+                              os.path.join(BENCH, prog + ".c")]
+            log("build: " + " ".join(cmd))
+            subprocess.run(cmd, check=True)
+    subprocess.run(["cc", "-O2", "-pthread", "-Wall", "-Wextra", "-Werror", "-o", PINGPONG,
+                    os.path.join(BENCH, "pingpong.c")], check=True)
+    start = datetime.datetime.now(datetime.timezone.utc)
+    t0 = time.time()
+    phase = Phase()
+    phase.calibrate()
+    maxsize = ",".join(str(x) for x in SIZES)
+    # (what, np, bytes) -> {impl: [per-round time]}
+    cells = {}
+    jobs = [(np_, coll) for np_ in NPS for coll in COLLS] + [(2, "p2p")]
+    for rnd in range(rounds):
+        for np_, what in jobs:
+            order = impls if rnd % 2 == 0 else impls[::-1]
+            for impl in order:
+                if what == "p2p":
+                    cmd = [mpiexec[impl], "-n", str(np_), exes[(impl, "p2pbench")], "-l", impl]
+                else:
+                    cmd = [mpiexec[impl], "-n", str(np_), exes[(impl, "collbench")], "-l",
+                           impl, "-o", what, "-s", maxsize, "-t", CELL_T, "-b", BATCHES]
+                log(f"vs: round {rnd + 1}/{rounds}, np {np_}, {what}, {impl}")
+                phase.wait_near()
+                out, status = run(cmd, {}, TIMEOUT)
+                if status != "ok":
+                    log(f"  {impl}: {status}")
+                for line in out.splitlines():
+                    f = line.split()
+                    if what != "p2p" and len(f) >= 8 and f[0] == "RESULT":
+                        key = (f[2], int(f[3]), int(f[4]))
+                        cells.setdefault(key, {}).setdefault(impl, []).append(float(f[5]))
+                    elif what == "p2p" and len(f) == 7 and f[0] == "P2P":
+                        key = ("p2p " + f[3], int(f[2]), int(f[4]))
+                        cells.setdefault(key, {}).setdefault(impl, []).append(float(f[5]))
+    L = [f"# This build against {base}", "",
+         f"Run {start:%Y-%m-%d %H:%M} UTC, {time.time() - t0:.0f} s, {rounds} rounds "
+         f"(`python3 bench/run.py --vs-build {base}`). Median of the per-round time "
+         "ratios this build / base; `+` faster, `-` slower by the one-sided signed-rank "
+         "test on the rounds (p < 0.05).", ""]
+    whats = sorted({k[0] for k in cells})
+    slower = []
+    for what in whats:
+        nps = sorted({k[1] for k in cells if k[0] == what})
+        sizes = sorted({k[2] for k in cells if k[0] == what})
+        L.append(f"## {what}")
+        L.append("")
+        L.append("| bytes | " + " | ".join(f"np {n}" for n in nps) + " |")
+        L.append("|---|" + "---|" * len(nps))
+        for b in sizes:
+            row = [human(b) if b else "0"]
+            for n in nps:
+                v = cells.get((what, n, b), {})
+                a, z = v.get("new", []), v.get("base", [])
+                k = min(len(a), len(z))
+                if k == 0:
+                    row.append("-")
+                    continue
+                logs = [math.log(a[i] / z[i]) for i in range(k) if a[i] > 0 and z[i] > 0]
+                r = math.exp(median(logs)) if logs else float("nan")
+                p_slow, p_fast = signed_rank_p(logs)
+                mark = "-" if p_slow < 0.05 else "+" if p_fast < 0.05 else ""
+                if mark == "-" and r > 1.05:
+                    slower.append(f"{what} np {n} {human(b) if b else 0}: {r:.3f}")
+                row.append(f"{r:.3f}{mark}")
+            L.append("| " + " | ".join(row) + " |")
+        L.append("")
+    L.append("Cells more than 5% slower by the test: " + ("; ".join(slower) if slower else "none") + ".")
+    os.makedirs(OUTDIR, exist_ok=True)
+    with open(os.path.join(OUTDIR, "vs_build.md"), "w") as f:
+        f.write("\n".join(L) + "\n")
+    print("\n".join(L))
+    log(f"bench: wrote {OUTDIR}/vs_build.md in {time.time() - t0:.0f} s")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--plot-only"]:
         plot_only()
@@ -997,5 +1099,7 @@ if __name__ == "__main__":
         p2p_bench()
     elif sys.argv[1:] == ["--rlocal"]:
         rlocal_bench()
+    elif len(sys.argv) == 3 and sys.argv[1] == "--vs-build":
+        vs_build_bench(os.path.abspath(sys.argv[2]))
     else:
         main()
