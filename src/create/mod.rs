@@ -179,17 +179,8 @@ pub async fn dup_in_turn(parent: &Arc<Comm>, t: u64) -> MpiResult<Arc<Comm>> {
     let c = split_in_turn(parent, t, 0, parent.rank as i32)
         .await?
         .expect("colour 0");
-    // The topology comes along (MPI-3.1 7.4); every other constructor starts without.
-    *c.topo.write().unwrap() = parent.topo.read().unwrap().clone();
+    inherit(parent, &c);
     copy_attrs_agreed(parent, &c).await?;
-    // A duplicate keeps the parent's hints.
-    c.coll.check_args.store(
-        parent
-            .coll
-            .check_args
-            .load(std::sync::atomic::Ordering::Relaxed),
-        std::sync::atomic::Ordering::Relaxed,
-    );
     Ok(c)
 }
 
@@ -206,16 +197,17 @@ pub fn context_dup(parent: &Arc<Comm>) -> MpiResult<Arc<Comm>> {
             split_in_turn(parent, t, 0, parent.rank as i32).await?
         }
         .expect("colour 0");
-        *c.topo.write().unwrap() = parent.topo.read().unwrap().clone();
-        c.coll.check_args.store(
-            parent
-                .coll
-                .check_args
-                .load(std::sync::atomic::Ordering::Relaxed),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        inherit(parent, &c);
         Ok(c)
     })
+}
+
+/// What a duplicate takes from its parent besides the group: the topology (MPI-3.1
+/// 7.4; every other constructor starts without) and the argument-check hint.
+fn inherit(parent: &Comm, c: &Comm) {
+    *c.topo.write().unwrap() = parent.topo.read().unwrap().clone();
+    let hint = parent.coll.check_args.load(Ordering::Relaxed);
+    c.coll.check_args.store(hint, Ordering::Relaxed);
 }
 
 /// Copies the attributes into a new duplicate `c`, then agrees with the other members of
