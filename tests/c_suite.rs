@@ -521,10 +521,10 @@ fn main() -> ExitCode {
     }
     let (pass, fail) = *counts.lock().unwrap();
     if xfails > 0 {
-        println!("{pass} passed ({xfails} expected failures), {fail} failed");
-    } else {
-        println!("{pass} passed, {fail} failed");
+        println!("({xfails} of the passed are expected failures: XFAIL above)");
     }
+    // The closing line, alone and in this form, is what CI reads.
+    println!("{pass} passed, {fail} failed");
     if fail > 0 {
         ExitCode::FAILURE
     } else {
