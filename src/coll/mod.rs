@@ -272,7 +272,8 @@ impl<'a> Chan<'a> {
         let len = agree::Flows::encoded_len(n);
         let (_, p) = self.next_step();
         let mine = mine.unwrap_or_else(|| Box::new(agree::Flows::new(n)));
-        mine.encode(self.slice_mut(self.slot(self.me, p), len));
+        // SAFETY: this member's own slot of the step, nobody else's until `sync`.
+        mine.encode(unsafe { self.slice_mut(self.slot(self.me, p), len) });
         self.sync(None).await?;
         let all: Vec<agree::Flows> = (0..n)
             .map(|i| agree::Flows::decode(self.slice(self.slot(i, p), len), n))
@@ -293,9 +294,20 @@ impl<'a> Chan<'a> {
     pub fn slice(&self, off: usize, len: usize) -> &[u8] {
         self.job.arena.slice(off, len)
     }
-    #[allow(clippy::mut_from_ref)]
-    pub fn slice_mut(&self, off: usize, len: usize) -> &mut [u8] {
-        self.job.arena.slice_mut(off, len)
+    /// A mutable view of `len` arena bytes at `off` ([`crate::shm::Arena::slice_mut`]).
+    ///
+    /// # Safety
+    /// For the returned lifetime no other reference to these bytes may be live and no
+    /// other rank may touch them: the caller is the step that owns the slot (its own
+    /// slot, or the result area, before the step that publishes it), as the
+    /// collective's protocol assigns it.
+    #[expect(
+        clippy::mut_from_ref,
+        reason = "an unsafe fn: its # Safety contract is what makes the &mut exclusive"
+    )]
+    pub unsafe fn slice_mut(&self, off: usize, len: usize) -> &mut [u8] {
+        // SAFETY: the caller owns the bytes for the step (this function's contract).
+        unsafe { self.job.arena.slice_mut(off, len) }
     }
 
     /// Publishes up to 4 u64 values in this member's argument line for the next step

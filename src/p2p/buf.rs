@@ -90,8 +90,17 @@ impl UserBuf {
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
     /// The buffer as a mutable slice (for the duration of a blocking call).
-    #[allow(clippy::mut_from_ref)]
-    pub fn as_mut_slice(&self) -> &mut [u8] {
+    ///
+    /// # Safety
+    /// For the returned lifetime no other reference to the buffer's bytes may be live
+    /// (no other slice from this `UserBuf`, a copy of it or an overlapping one, and no
+    /// `read_at`/`write_at` through them): the caller is the operation that owns the
+    /// buffer, and uses the slice within one step of it.
+    #[expect(
+        clippy::mut_from_ref,
+        reason = "an unsafe fn: its # Safety contract is what makes the &mut exclusive"
+    )]
+    pub unsafe fn as_mut_slice(&self) -> &mut [u8] {
         if self.len == 0 {
             return &mut [];
         }

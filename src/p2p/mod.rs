@@ -266,7 +266,9 @@ impl Req {
 fn read_direct(a: &Arena, src: usize, addr: u64, buf: &UserBuf, len: usize) -> bool {
     let pid = a.rank_pid(src).load(Ordering::Acquire) as i32;
     let n = len.min(buf.len());
-    crate::shm::peer::read(pid, addr as usize, buf.sub(0, n).as_mut_slice()).is_ok()
+    // SAFETY: the receive buffer of the request being completed, which it owns; nothing
+    // else refers to it during the read.
+    crate::shm::peer::read(pid, addr as usize, unsafe { buf.sub(0, n).as_mut_slice() }).is_ok()
 }
 
 struct Unexpected {
@@ -457,9 +459,11 @@ fn try_push(
     let fill = |at| {
         if f.kind == F_RTS_DIRECT {
             let addr = data.addr() as u64;
-            a.slice_mut(at, 8).copy_from_slice(&addr.to_le_bytes());
+            a.write(at, &addr.to_le_bytes());
         } else {
-            data.copy_out(0, a.slice_mut(at, inline));
+            // SAFETY: the frame's inline bytes in a ring entry `push_seen` reserved for
+            // this sender and publishes only after `fill` returns.
+            data.copy_out(0, unsafe { a.slice_mut(at, inline) });
         }
     };
     let pushed = ring(a, me, dst).push_seen(a, f, inline, fill, tail_seen);
@@ -1042,7 +1046,10 @@ impl Engine {
                     let pos = produced % p.cap;
                     let room = p.cap - (produced - consumed);
                     let k = (len - *sent).min(p.cap - pos).min(room).min(a.lay.pipe_seg);
-                    s.data.copy_out(*sent, a.slice_mut(p.data + pos, k));
+                    // SAFETY: free pipe bytes (produced - consumed < cap): the receiver
+                    // reads them only after the release store of `produced` below.
+                    s.data
+                        .copy_out(*sent, unsafe { a.slice_mut(p.data + pos, k) });
                     *sent += k;
                     produced += k;
                     moved = true;

@@ -484,10 +484,21 @@ impl Arena {
 
     /// A mutable view of `len` bytes at `off`, valid while the protocol gives this rank
     /// exclusive write permission.
-    #[allow(clippy::mut_from_ref)]
-    pub fn slice_mut(&self, off: usize, len: usize) -> &mut [u8] {
+    ///
+    /// # Safety
+    /// For the returned lifetime the caller must hold the protocol's exclusive write
+    /// permission for these bytes (e.g. its own slot in the collective step that owns
+    /// it, or a point-to-point cell it claimed and has not yet published): no other
+    /// rank or thread reads or writes them, and no other reference to them (from
+    /// `slice`, `slice_mut` or a `read`/`write` in flight) is live.
+    #[expect(
+        clippy::mut_from_ref,
+        reason = "an unsafe fn: its # Safety contract is what makes the &mut exclusive"
+    )]
+    pub unsafe fn slice_mut(&self, off: usize, len: usize) -> &mut [u8] {
         let p = self.ptr(off, len);
-        // SAFETY: bounds checked; callers hold the protocol's write permission.
+        // SAFETY: bounds checked by `ptr`; the caller holds the protocol's exclusive
+        // write permission (this function's contract).
         unsafe { std::slice::from_raw_parts_mut(p, len) }
     }
 
