@@ -161,6 +161,10 @@ unsafe fn copy_nt(dst: *mut u8, src: &[u8]) {
     }
 }
 
+/// [`copy_nt`] where there are no streaming stores: a plain copy.
+///
+/// # Safety
+/// `dst` must be valid for writes of `src.len()` bytes and not overlap `src`.
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn copy_nt(dst: *mut u8, src: &[u8]) {
     // SAFETY: the caller's contract.
