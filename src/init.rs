@@ -129,10 +129,9 @@ pub fn init(required: i32) -> MpiResult<i32> {
         _ => None,
     };
     let appnum = num("SHMPI_APPNUM", 0)?;
-    // SAFETY: getpid has no preconditions.
     arena
         .rank_pid(rank)
-        .store(unsafe { libc::getpid() } as u32, Ordering::Release);
+        .store(std::process::id(), Ordering::Release);
     arena
         .rank_state(rank)
         .store(crate::shm::STATE_STARTED, Ordering::Release);

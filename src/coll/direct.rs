@@ -387,8 +387,7 @@ fn io_err(what: &str, pid: u64, x: std::io::Error) -> crate::error::MpiError {
 }
 
 fn my_pid() -> u64 {
-    // SAFETY: getpid has no preconditions.
-    unsafe { libc::getpid() as u64 }
+    std::process::id() as u64
 }
 
 /// The first step: every member publishes its `Info` and reads everyone's.

@@ -499,6 +499,15 @@ pub fn run<F: Future<Output = MpiResult<()>>>(comm: &Comm, fut: F) -> MpiResult<
     })
 }
 
+/// A blocking broadcast of `buf` from `root` ([`run`] of [`bcast::bcast`]), for the
+/// library's own records (create/, spawn.rs).
+pub fn bcast_bytes(comm: &Comm, buf: &mut [u8], root: usize) -> MpiResult<()> {
+    // SAFETY: `buf` is borrowed, valid and unused elsewhere, until `run` returns, and
+    // `run` returns once the broadcast's future is done (or dropped).
+    let b = unsafe { crate::p2p::UserBuf::new(buf.as_mut_ptr(), buf.len()) };
+    run(comm, bcast::bcast(comm, b, root))
+}
+
 /// The split of `m` items among `n` members: member `r` gets `[lo, hi)`.
 pub fn share(m: usize, n: usize, r: usize) -> (usize, usize) {
     (m * r / n, m * (r + 1) / n)

@@ -1406,6 +1406,20 @@ pub fn irecv(comm: &std::sync::Arc<Comm>, buf: UserBuf, source: i32, tag: i32) -
     irecv_into(comm, RecvInto::Bytes(buf), source, tag)
 }
 
+/// A blocking receive into `buf` (the library's own exchanges of small records in
+/// create/ and spawn.rs): [`irecv`], then [`wait`].
+pub fn recv_bytes(
+    comm: &std::sync::Arc<Comm>,
+    buf: &mut [u8],
+    source: i32,
+    tag: i32,
+) -> MpiResult<Status> {
+    // SAFETY: `buf` is borrowed, valid and unused elsewhere, until `wait` returns.
+    let b = unsafe { UserBuf::new(buf.as_mut_ptr(), buf.len()) };
+    let id = irecv(comm, b, source, tag)?;
+    wait(id)
+}
+
 /// Where a receive puts the message.
 pub enum RecvInto {
     /// Contiguous bytes.
