@@ -1,6 +1,7 @@
 //! MPI_Init and MPI_Finalize: joins the job mpiexec started (or becomes a singleton),
 //! sets up every layer (the arena, point-to-point, the predefined communicators, the
 //! parent of a spawned job) and takes them down in order.
+#![deny(unsafe_code)]
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::runtime::{install_job, job, set_state, state, Job, FINALIZED, INITIALIZED};
@@ -214,9 +215,6 @@ pub fn finalize() -> MpiResult<()> {
     a.rank_state(j.rank)
         .store(crate::shm::STATE_FINALIZED, Ordering::Release);
     set_state(FINALIZED);
-    // SAFETY: fflush(NULL) flushes all C streams.
-    unsafe {
-        libc::fflush(std::ptr::null_mut());
-    }
+    crate::process::flush_c_stdio();
     Ok(())
 }

@@ -9,6 +9,9 @@
 //! intercommunicator (its group, the children's slots, the channel), and each child
 //! builds the same one at MPI_Init from its environment: MPI_Comm_get_parent returns it.
 //! Point-to-point and collectives across it run on the ordinary rings and channel.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - `kill`, the signal that asks mpiexec to spawn.
 use crate::abi::*;
 use crate::comm::{get, Comm};
 use crate::create::register;

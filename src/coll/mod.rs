@@ -12,6 +12,16 @@
 //! Reductions keep the promise of the README: every element is reduced exactly once,
 //! in canonical rank order (a sequential left-to-right loop over ranks 0..n-1), by one
 //! member, and the same bits are copied to everyone who receives them.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - `Chan::slice_mut`, the mutable view of an arena slot, and its callers in bcast.rs,
+//!   chain.rs, direct.rs, gather.rs, post.rs, reduce.rs and ring.rs: a step writes the
+//!   slot the protocol gives it (its own, or the result area) through it;
+//! - `UserBuf::as_mut_slice` in direct.rs, post.rs and reduce.rs: a reduction folds
+//!   into the receive buffer it owns;
+//! - `bcast_bytes`, which lends a borrowed slice to a blocking broadcast.
+//!
+//! agree.rs, nb.rs and select.rs deny unsafe code.
 pub mod agree;
 pub mod bcast;
 pub mod chain;

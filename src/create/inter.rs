@@ -4,6 +4,7 @@
 //! An intercommunicator's channel has both groups as members, group "A" (the one whose
 //! rank 0 has the smaller world rank) first, so the step engine of coll/ serves it
 //! unchanged: a collective names which channel members contribute and which receive.
+#![deny(unsafe_code)]
 use super::{alloc_channel as alloc, failed_alloc, no_channel, NOT_ALLOCATING, NO_CHANNEL};
 use crate::abi::*;
 use crate::coll::Chan;

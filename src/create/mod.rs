@@ -9,6 +9,7 @@
 //! every member reads every leader's outcome from the second step, and if any failed,
 //! all members fail with the same error and the leaders that got a context give it back.
 //! The parent stays in step, and a program that frees communicators can go on.
+#![deny(unsafe_code)]
 pub mod inter;
 pub mod topo;
 

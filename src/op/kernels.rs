@@ -56,6 +56,9 @@
 //! masked store is not forwarded to a load of the next call on the same buffer
 //! (measured 2-3x slower at 4 KiB). binary16 converts element by element in scalar
 //! code (about 1-4 GB/s); F16C would speed it up.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - the SIMD intrinsics, called only at a `SimdLevel` whose CPU features are present.
 use crate::datatype::predefined::Elem;
 use crate::error::{err, MpiResult};
 use std::sync::OnceLock;

@@ -1,5 +1,10 @@
 //! Buffers the user lent to an operation that may complete later (MPI's rule: the
 //! buffer stays valid and untouched until the request completes).
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - `UserBuf`, the raw pointer and length of a buffer the program lent to an operation
+//!   that may complete later (no lifetime can say "until the request completes"), and
+//!   its streaming copy; `Unpack`'s origin, unpacked into when a receive completes.
 use std::ptr;
 
 /// A contiguous user buffer: `len` bytes at `ptr`.

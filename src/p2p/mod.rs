@@ -21,6 +21,12 @@
 //! Cost: eager = 2 copies (user -> ring -> user), one hand-off; direct rendezvous = 1
 //! copy, two hand-offs (the request and the answer); pipe rendezvous = 2 copies, one
 //! hand-off per pipe segment.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - the mutable arena views (`Arena::slice_mut`) of a ring entry or pipe segment this
+//!   sender reserved and has not published yet;
+//! - the direct read into a receive buffer (`UserBuf::as_mut_slice`);
+//! - `recv_bytes`, which lends a borrowed slice to a blocking receive.
 pub mod buf;
 
 use crate::abi::*;

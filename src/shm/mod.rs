@@ -15,7 +15,11 @@
 //! |          | per-member post rings (coll/post.rs), double-buffered         |
 //! |          | per-member slots and a double-buffered result                 |
 //!
-//! This module, the ffi layer and the SIMD kernels are the only homes of `unsafe`.
+//! Unsafe code here (every block has its SAFETY line): the arena's mapping (memfd,
+//! mmap), its atomics and byte views at offsets (bounds checked by `ptr`; the mutable
+//! one, `slice_mut`, is an unsafe fn whose callers hold the protocol's write
+//! permission); peer.rs reads and writes another rank's memory (process_vm_readv and
+//! writev) and wait.rs sleeps and wakes on futexes. proto.rs denies unsafe code.
 pub mod peer;
 pub mod proto;
 pub mod wait;
