@@ -2,6 +2,10 @@
 //! same machinery, of every object kind that has them), with the copy
 //! callbacks run by MPI_Comm_dup / MPI_Type_dup and the delete callbacks run by
 //! MPI_Comm_free / MPI_Type_free / MPI_*_delete_attr and by replacing a value.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - calls of the program's copy and delete callbacks (C function pointers, and the
+//!   Fortran ones transmuted to their Fortran signature).
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use std::os::raw::{c_int, c_void};

@@ -4,6 +4,7 @@
 //! adds the function name and the rank, records the message, and hands back an error
 //! *code*: the class in the low 7 bits and a message-ring slot above them, so that
 //! MPI_Error_class recovers the class and MPI_Error_string the full text.
+#![deny(unsafe_code)]
 use crate::abi::*;
 use std::sync::Mutex;
 

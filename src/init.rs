@@ -1,6 +1,7 @@
 //! MPI_Init and MPI_Finalize: joins the job mpiexec started (or becomes a singleton),
 //! sets up every layer (the arena, point-to-point, the predefined communicators, the
 //! parent of a spawned job) and takes them down in order.
+#![deny(unsafe_code)]
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::runtime::{install_job, job, set_state, state, Job, FINALIZED, INITIALIZED};
@@ -129,10 +130,9 @@ pub fn init(required: i32) -> MpiResult<i32> {
         _ => None,
     };
     let appnum = num("SHMPI_APPNUM", 0)?;
-    // SAFETY: getpid has no preconditions.
     arena
         .rank_pid(rank)
-        .store(unsafe { libc::getpid() } as u32, Ordering::Release);
+        .store(std::process::id(), Ordering::Release);
     arena
         .rank_state(rank)
         .store(crate::shm::STATE_STARTED, Ordering::Release);
@@ -215,9 +215,6 @@ pub fn finalize() -> MpiResult<()> {
     a.rank_state(j.rank)
         .store(crate::shm::STATE_FINALIZED, Ordering::Release);
     set_state(FINALIZED);
-    // SAFETY: fflush(NULL) flushes all C streams.
-    unsafe {
-        libc::fflush(std::ptr::null_mut());
-    }
+    crate::process::flush_c_stdio();
     Ok(())
 }

@@ -13,6 +13,7 @@
 //! recorded the same way, as copies: the standard has the program keep them unchanged
 //! for the request's life, but programs (mpi4py among them) pass temporary arrays that
 //! they free once the _init call returns, and MPICH and Open MPI keep copies.
+#![deny(unsafe_code)]
 use std::any::Any;
 use std::cell::RefCell;
 use std::sync::Arc;

@@ -1,9 +1,20 @@
 //! How this process ends and speaks: an exit with C stdio flushed, taken once, and
 //! messages to standard error in one write. Every layer may stop the process.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - `fflush(NULL)` of C stdio and `_exit`, which std does not offer.
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The status of the exit in progress, or -1.
 static EXITING: AtomicI32 = AtomicI32::new(-1);
+
+/// Flushes every C stdio stream (the program's buffered `printf` output).
+pub fn flush_c_stdio() {
+    // SAFETY: fflush(NULL) flushes all C streams; it has no preconditions.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+    }
+}
 
 /// Ends this process with `status`, C stdio flushed (programs print with printf). The
 /// first call exits normally, running the program's atexit handlers; such a handler may
@@ -11,10 +22,7 @@ static EXITING: AtomicI32 = AtomicI32::new(-1);
 /// that call ends in another request to exit (the job is being torn down), the process
 /// ends at once with the first call's status instead of entering exit() again.
 pub fn exit_process(status: i32) -> ! {
-    // SAFETY: fflush(NULL) flushes all C streams.
-    unsafe {
-        libc::fflush(std::ptr::null_mut());
-    }
+    flush_c_stdio();
     match EXITING.compare_exchange(-1, status, Ordering::SeqCst, Ordering::SeqCst) {
         Ok(_) => std::process::exit(status),
         // SAFETY: _exit ends the process without running anything; always sound.

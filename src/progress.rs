@@ -14,6 +14,7 @@
 //!
 //! Threads: the hooks keep their state behind their own locks, none of which is held
 //! while a future is polled or while the rank sleeps.
+#![deny(unsafe_code)]
 use crate::error::{MpiError, MpiResult};
 use crate::shm::proto::ANY;
 use crate::shm::wait::Backoff;

@@ -1,5 +1,6 @@
 //! The job this process belongs to and the library's state (before, during and after
 //! MPI_Init): the arena, the rank, error codes and their messages, abort.
+#![deny(unsafe_code)]
 use crate::abi::*;
 use crate::error::{err, MpiError, MpiResult};
 use crate::shm::wait::WaitPolicy;

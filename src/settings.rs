@@ -18,6 +18,7 @@
 //! the test programs' `SHMPI_TEST_*` are theirs.
 //!
 //! The bottom layer: this module depends on nothing else of the crate.
+#![deny(unsafe_code)]
 use std::sync::OnceLock;
 
 /// Where a setting applies.

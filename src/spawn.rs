@@ -9,11 +9,13 @@
 //! intercommunicator (its group, the children's slots, the channel), and each child
 //! builds the same one at MPI_Init from its environment: MPI_Comm_get_parent returns it.
 //! Point-to-point and collectives across it run on the ordinary rings and channel.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - `kill`, the signal that asks mpiexec to spawn.
 use crate::abi::*;
 use crate::comm::{get, Comm};
 use crate::create::register;
 use crate::error::{err, MpiResult};
-use crate::p2p::UserBuf;
 use crate::shm::{Arena, SPAWN_BYTES, SPAWN_OFF};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -271,9 +273,7 @@ fn ask_launcher(req: &Request) -> MpiResult<usize> {
 /// Broadcasts u64 values from `root` over `comm`.
 fn bcast_u64s(comm: &Comm, root: usize, v: &mut [u64]) -> MpiResult<()> {
     let mut b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-    // SAFETY: `b` outlives the blocking broadcast.
-    let buf = unsafe { UserBuf::new(b.as_mut_ptr(), b.len()) };
-    crate::coll::run(comm, crate::coll::bcast::bcast(comm, buf, root))?;
+    crate::coll::bcast_bytes(comm, &mut b, root)?;
     for (i, x) in b.chunks_exact(8).enumerate() {
         v[i] = u64::from_le_bytes(x.try_into().unwrap());
     }

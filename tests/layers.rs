@@ -1,5 +1,6 @@
 //! The shape of src/ (docs/architecture.md): no import cycle between the top-level
-//! modules, and the environment read in at most three files.
+//! modules, the environment read in at most three files, and every `unsafe` explained
+//! (a SAFETY comment on each block, a `# Safety` section on each unsafe fn).
 //!
 //! An import is any `crate::NAME` path in a module's code (comments left out), `use`
 //! lines and paths inside expressions alike.
@@ -186,4 +187,119 @@ fn environment_read_in_at_most_three_files() {
          wrappers only): {readers:?}",
         readers.len()
     );
+}
+
+/// Whether the `unsafe {` on line `i` of `lines` has a `SAFETY` comment: on its line, on
+/// one of the 3 lines above it, or in a comment block that ends on one of them.
+fn has_safety_comment(lines: &[&str], i: usize) -> bool {
+    if lines[i].contains("SAFETY") {
+        return true;
+    }
+    for k in 1..=3.min(i) {
+        let mut j = i - k;
+        if lines[j].contains("SAFETY") {
+            return true;
+        }
+        while lines[j].trim_start().starts_with("//") {
+            if lines[j].contains("SAFETY") {
+                return true;
+            }
+            if j == 0 {
+                break;
+            }
+            j -= 1;
+        }
+    }
+    false
+}
+
+/// The lines before line `i` that belong to its item: doc comments, comments and
+/// attributes, up to a blank line or the end of the previous item or statement.
+fn item_head<'a>(lines: &[&'a str], i: usize) -> Vec<&'a str> {
+    let mut head = Vec::new();
+    let mut j = i;
+    while j > 0 {
+        j -= 1;
+        let t = lines[j].trim();
+        let comment = t.starts_with("//");
+        if t.is_empty() || (!comment && (t.ends_with('}') || t.ends_with(';') || t.ends_with('{')))
+        {
+            break;
+        }
+        head.push(t);
+    }
+    head
+}
+
+#[test]
+fn every_unsafe_is_explained() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut missing = Vec::new();
+    let (mut blocks, mut fns) = (0, 0);
+    for f in &files {
+        let text = fs::read_to_string(f).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let name = f.strip_prefix(&src).unwrap().display().to_string();
+        for (i, l) in lines.iter().enumerate() {
+            let code = l.find("//").map_or(*l, |k| &l[..k]);
+            if code.contains("unsafe {") {
+                blocks += 1;
+                if !has_safety_comment(&lines, i) {
+                    missing.push(format!(
+                        "{name}:{}: unsafe block without a SAFETY comment",
+                        i + 1
+                    ));
+                }
+            }
+            // (the `extern "C"` entry points that ffi's macros generate are exempt)
+            if code.contains("unsafe fn ") && !code.contains("extern \"C\"") {
+                fns += 1;
+                if !item_head(&lines, i)
+                    .iter()
+                    .any(|h| h.starts_with("///") && h.contains("# Safety"))
+                {
+                    missing.push(format!(
+                        "{name}:{}: unsafe fn without a # Safety section",
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    println!("src: {blocks} unsafe blocks, {fns} unsafe fns");
+    assert!(
+        missing.is_empty(),
+        "unexplained unsafe code:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn the_unsafe_check_sees_comments_and_docs() {
+    let lines = [
+        "// SAFETY: a reason",
+        "// that goes on",
+        "// and on",
+        "let x = 1;",
+        "unsafe { f() }",
+        "",
+        "unsafe { g() }",
+    ];
+    assert!(has_safety_comment(&lines, 4));
+    assert!(!has_safety_comment(&lines, 6));
+    let lines = [
+        "}",
+        "/// Does it.",
+        "///",
+        "/// # Safety",
+        "/// The caller's part.",
+        "#[inline]",
+        "pub unsafe fn f() {}",
+        "/// No section.",
+        "unsafe fn g() {}",
+    ];
+    assert!(item_head(&lines, 6).iter().any(|h| h.contains("# Safety")));
+    assert!(!item_head(&lines, 8).iter().any(|h| h.contains("# Safety")));
 }

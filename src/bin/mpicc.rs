@@ -16,6 +16,7 @@
 //! `--version` and then prints the same line; `-showme:version` prints
 //! `mpicc: shmpi X.Y.Z (MPI 3.1, Language: C)` (the form of Open MPI's). X.Y.Z is the
 //! package version, MPI 3.1 the MPI_VERSION.MPI_SUBVERSION the header announces.
+#![deny(unsafe_code)]
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;

@@ -19,6 +19,7 @@
 //! MPI_INT) but rank 2 sends 48 bytes (sendcount=12 MPI_INT)". A nonzero total with no
 //! real disagreement (a piece typed MPI_BYTE on one side and MPI_INT on the other: the
 //! signatures match, the hashes do not) costs one more step and is not an error.
+#![deny(unsafe_code)]
 use crate::abi::*;
 use crate::error::{err, MpiError};
 

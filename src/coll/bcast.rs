@@ -42,7 +42,9 @@ pub async fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
         let start = t * chunk;
         let len = chunk.min(total.saturating_sub(start));
         if ch.me == root && len > 0 {
-            buf.read_at(start, ch.slice_mut(ch.slot(root, p), len));
+            // SAFETY: the root's slot of this step is the root's alone until the step below
+            // publishes it; `buf` is the user's buffer, not arena memory.
+            buf.read_at(start, unsafe { ch.slice_mut(ch.slot(root, p), len) });
         }
         ch.step().await?;
         if ch.me != root && len > 0 {
@@ -79,7 +81,9 @@ pub async fn bcast_inter(comm: &Comm, buf: UserBuf, root: usize, receive: bool) 
         let start = t * chunk;
         let len = chunk.min(total - start);
         if ch.me == root {
-            buf.read_at(start, ch.slice_mut(ch.slot(root, p), len));
+            // SAFETY: the root's slot of this step is the root's alone until the step below
+            // publishes it; `buf` is the user's buffer, not arena memory.
+            buf.read_at(start, unsafe { ch.slice_mut(ch.slot(root, p), len) });
         }
         ch.step().await?;
         if receive {

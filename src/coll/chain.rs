@@ -117,15 +117,20 @@ pub async fn reduce(
     for t in 1..=plan.steps() {
         if let Some(c) = plan.fold(t) {
             let (start, len) = bytes(c);
-            let dst = ch.slice_mut(at(c), len);
             if pos == 0 {
                 if let Some(r) = plan.room(c) {
                     ch.all_reached(s0 + r).await;
                 }
-                part.input(start, dst);
+                // SAFETY: chunk c's ring entry is the first member's once everyone left
+                // the room step; nobody touches it until this member publishes below.
+                part.input(start, unsafe { ch.slice_mut(at(c), len) });
             } else {
                 ch.reached(pred, s0 + c).await;
                 if failed.is_none() {
+                    // SAFETY: the predecessor published chunk c (waited for above), so
+                    // its entry is this member's until it publishes below; the input is
+                    // the user's buffer, not arena memory.
+                    let dst = unsafe { ch.slice_mut(at(c), len) };
                     failed = (red.f)(part.input_slice(start, len), dst).err();
                 }
             }

@@ -387,14 +387,14 @@ fn io_err(what: &str, pid: u64, x: std::io::Error) -> crate::error::MpiError {
 }
 
 fn my_pid() -> u64 {
-    // SAFETY: getpid has no preconditions.
-    unsafe { libc::getpid() as u64 }
+    std::process::id() as u64
 }
 
 /// The first step: every member publishes its `Info` and reads everyone's.
 async fn exchange(ch: &Chan<'_>, mine: &Info) -> MpiResult<Vec<Info>> {
     let (_, p) = ch.next_step();
-    mine.encode(ch.slice_mut(ch.slot(ch.me, p), 8 * WORDS));
+    // SAFETY: this member's own slot of the step, nobody else's until the step.
+    mine.encode(unsafe { ch.slice_mut(ch.slot(ch.me, p), 8 * WORDS) });
     ch.step().await?;
     Ok((0..ch.n)
         .map(|i| Info::decode(ch.slice(ch.slot(i, p), 8 * WORDS)))
@@ -467,13 +467,13 @@ pub async fn bcast(ch: &Chan<'_>, buf: &crate::p2p::UserBuf, root: usize) -> Mpi
         let r = &infos[root];
         for (a, b) in [(0, x), (y, total)] {
             if b > a && failed.is_none() {
-                failed = peer::read(
-                    r.pid as i32,
-                    r.input as usize + a,
-                    buf.sub(a, b - a).as_mut_slice(),
-                )
-                .map_err(|e| io_err("reading the broadcast buffer", r.pid, e))
-                .err();
+                let sub = buf.sub(a, b - a);
+                // SAFETY: the user's buffer, which this broadcast owns; nothing else
+                // refers to these bytes during the read.
+                let dst = unsafe { sub.as_mut_slice() };
+                failed = peer::read(r.pid as i32, r.input as usize + a, dst)
+                    .map_err(|e| io_err("reading the broadcast buffer", r.pid, e))
+                    .err();
             }
         }
     }
@@ -504,7 +504,6 @@ fn fold_range(
     // n source blocks, and one more for the result when it goes to another process
     with_stage((n + 1) * blk, |stage| {
         let (tmp, acc) = stage.split_at_mut(n * blk);
-        let out = part.recv.as_mut_slice();
         let mut off = a;
         while off < b {
             let len = blk.min(b - off);
@@ -527,7 +526,13 @@ fn fold_range(
                 })
                 .collect();
             match to {
-                None => fold(red, &srcs, &mut out[off - part.lo..off - part.lo + len])?,
+                None => {
+                    // SAFETY: the receive buffer this reduction owns; the sources are
+                    // the stage or the send buffer (no_alias: not the receive buffer),
+                    // and the in-place copy above is done.
+                    let out = unsafe { part.recv.as_mut_slice() };
+                    fold(red, &srcs, &mut out[off - part.lo..off - part.lo + len])?
+                }
                 Some((pid, base)) => {
                     fold(red, &srcs, &mut acc[..len])?;
                     peer::write(pid, base + off, &acc[..len])
@@ -568,7 +573,8 @@ fn gather(
     e: usize,
     part: &Part,
 ) -> MpiResult<()> {
-    let out = part.recv.as_mut_slice();
+    // SAFETY: the receive buffer this reduction owns; only `peer::read` writes it here.
+    let out = unsafe { part.recv.as_mut_slice() };
     for (i, info) in infos.iter().enumerate() {
         if i == me {
             continue;

@@ -62,8 +62,10 @@ pub async fn by_sender(comm: &Comm, send: Piece, recv: &[Piece], vary: bool) -> 
         let start = t * chunk;
         if send.len > start {
             let len = chunk.min(send.len - start);
-            send.buf
-                .read_at(send.off + start, ch.slice_mut(ch.slot(ch.me, p), len));
+            // SAFETY: this member's own slot of this step, nobody else's until the step
+            // publishes it; the send buffer is not arena memory.
+            let dst = unsafe { ch.slice_mut(ch.slot(ch.me, p), len) };
+            send.buf.read_at(send.off + start, dst);
         }
         if ch.n > 1 {
             ch.step().await?;
@@ -106,8 +108,10 @@ pub async fn scatter(
             for (j, s) in send.iter().enumerate() {
                 if s.len > start {
                     let len = chunk.min(s.len - start);
-                    s.buf
-                        .read_at(s.off + start, ch.slice_mut(ch.slot(j, p), len));
+                    // SAFETY: in a scatter the root alone fills every slot of this step
+                    // (one at a time) until the step publishes them.
+                    let dst = unsafe { ch.slice_mut(ch.slot(j, p), len) };
+                    s.buf.read_at(s.off + start, dst);
                 }
             }
         }
@@ -145,10 +149,10 @@ pub async fn alltoall(comm: &Comm, send: &[Piece], recv: &[Piece], vary: bool) -
         for (j, s) in send.iter().enumerate() {
             if s.len > start {
                 let len = sub.min(s.len - start);
-                s.buf.read_at(
-                    s.off + start,
-                    ch.slice_mut(ch.slot(ch.me, p) + j * sub, len),
-                );
+                // SAFETY: sub-block j of this member's own slot of this step, written
+                // only here until the step publishes it; `s.buf` is not arena memory.
+                let dst = unsafe { ch.slice_mut(ch.slot(ch.me, p) + j * sub, len) };
+                s.buf.read_at(s.off + start, dst);
             }
         }
         if n > 1 {

@@ -12,6 +12,16 @@
 //! Reductions keep the promise of the README: every element is reduced exactly once,
 //! in canonical rank order (a sequential left-to-right loop over ranks 0..n-1), by one
 //! member, and the same bits are copied to everyone who receives them.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - `Chan::slice_mut`, the mutable view of an arena slot, and its callers in bcast.rs,
+//!   chain.rs, direct.rs, gather.rs, post.rs, reduce.rs and ring.rs: a step writes the
+//!   slot the protocol gives it (its own, or the result area) through it;
+//! - `UserBuf::as_mut_slice` in direct.rs, post.rs and reduce.rs: a reduction folds
+//!   into the receive buffer it owns;
+//! - `bcast_bytes`, which lends a borrowed slice to a blocking broadcast.
+//!
+//! agree.rs, nb.rs and select.rs deny unsafe code.
 pub mod agree;
 pub mod bcast;
 pub mod chain;
@@ -272,7 +282,8 @@ impl<'a> Chan<'a> {
         let len = agree::Flows::encoded_len(n);
         let (_, p) = self.next_step();
         let mine = mine.unwrap_or_else(|| Box::new(agree::Flows::new(n)));
-        mine.encode(self.slice_mut(self.slot(self.me, p), len));
+        // SAFETY: this member's own slot of the step, nobody else's until `sync`.
+        mine.encode(unsafe { self.slice_mut(self.slot(self.me, p), len) });
         self.sync(None).await?;
         let all: Vec<agree::Flows> = (0..n)
             .map(|i| agree::Flows::decode(self.slice(self.slot(i, p), len), n))
@@ -293,9 +304,20 @@ impl<'a> Chan<'a> {
     pub fn slice(&self, off: usize, len: usize) -> &[u8] {
         self.job.arena.slice(off, len)
     }
-    #[allow(clippy::mut_from_ref)]
-    pub fn slice_mut(&self, off: usize, len: usize) -> &mut [u8] {
-        self.job.arena.slice_mut(off, len)
+    /// A mutable view of `len` arena bytes at `off` ([`crate::shm::Arena::slice_mut`]).
+    ///
+    /// # Safety
+    /// For the returned lifetime no other reference to these bytes may be live and no
+    /// other rank may touch them: the caller is the step that owns the slot (its own
+    /// slot, or the result area, before the step that publishes it), as the
+    /// collective's protocol assigns it.
+    #[expect(
+        clippy::mut_from_ref,
+        reason = "an unsafe fn: its # Safety contract is what makes the &mut exclusive"
+    )]
+    pub unsafe fn slice_mut(&self, off: usize, len: usize) -> &mut [u8] {
+        // SAFETY: the caller owns the bytes for the step (this function's contract).
+        unsafe { self.job.arena.slice_mut(off, len) }
     }
 
     /// Publishes up to 4 u64 values in this member's argument line for the next step
@@ -485,6 +507,15 @@ pub fn run<F: Future<Output = MpiResult<()>>>(comm: &Comm, fut: F) -> MpiResult<
         let _turn = turn(comm, t).await;
         fut.await
     })
+}
+
+/// A blocking broadcast of `buf` from `root` ([`run`] of [`bcast::bcast`]), for the
+/// library's own records (create/, spawn.rs).
+pub fn bcast_bytes(comm: &Comm, buf: &mut [u8], root: usize) -> MpiResult<()> {
+    // SAFETY: `buf` is borrowed, valid and unused elsewhere, until `run` returns, and
+    // `run` returns once the broadcast's future is done (or dropped).
+    let b = unsafe { crate::p2p::UserBuf::new(buf.as_mut_ptr(), buf.len()) };
+    run(comm, bcast::bcast(comm, b, root))
 }
 
 /// The split of `m` items among `n` members: member `r` gets `[lo, hi)`.

@@ -3,6 +3,7 @@
 //! MPI call that waits or tests runs (a hook of crate::progress). Collectives on one communicator take their turns
 //! in issue order (see `Turn`), so several may be outstanding and the user may wait for
 //! them in any order.
+#![deny(unsafe_code)]
 use crate::error::{MpiError, MpiResult};
 use crate::p2p::ReqId;
 use std::cell::Cell;

@@ -207,7 +207,9 @@ impl Chan<'_> {
         fill: impl FnOnce(&mut [u8]),
         wait: Wait,
     ) -> Wait {
-        fill(self.slice_mut(self.payload(self.me, s), self.post_payload()));
+        // SAFETY: this member's payload of posted step s, its own until it arrives
+        // below (its post entry is free: the caller's precondition).
+        fill(unsafe { self.slice_mut(self.payload(self.me, s), self.post_payload()) });
         bump(&self.comm.coll.step, Ordering::Relaxed);
         self.comm.coll.posted.store(s, Ordering::Relaxed);
         let a = &self.job.arena;
@@ -423,7 +425,9 @@ fn reduce_out(
     s: u64,
 ) -> MpiResult<()> {
     if part.hi > part.lo {
-        let out = &mut part.recv.as_mut_slice()[lo..lo + len];
+        // SAFETY: the root's receive buffer, which this reduction owns; the sources
+        // are arena payloads, not that buffer.
+        let out = unsafe { &mut part.recv.as_mut_slice()[lo..lo + len] };
         with_sources(
             &members(ch.n),
             |i| ch.slice(ch.payload(i, s), len),

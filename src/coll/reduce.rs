@@ -364,11 +364,14 @@ pub async fn reduce_group(
     if total <= one.max(SMALL).min(chunk) {
         let (_, p) = ch.next_step();
         if total > 0 && my_share.is_some() {
-            part.input(0, ch.slice_mut(ch.slot(ch.me, p), total));
+            // SAFETY: this member's own slot of this step, nobody else's until the step
+            // publishes it; the input is the user's buffer, not arena memory.
+            part.input(0, unsafe { ch.slice_mut(ch.slot(ch.me, p), total) });
         }
         ch.step().await?;
         if part.hi > part.lo {
-            let out = &mut part.recv.as_mut_slice()[..part.hi - part.lo];
+            // SAFETY: the receive buffer this reduction owns; the sources are slots.
+            let out = unsafe { &mut part.recv.as_mut_slice()[..part.hi - part.lo] };
             with_sources(
                 contrib,
                 |i| ch.slice(ch.slot(i, p) + part.lo, part.hi - part.lo),
@@ -408,8 +411,11 @@ pub async fn reduce_group(
             // members half the copying in).
             let (a, b) = byte_share(len, e, k, r);
             let slot = ch.slot(ch.me, p);
-            part.input(start, ch.slice_mut(slot, a));
-            part.input(start + b, ch.slice_mut(slot + b, len - b));
+            // SAFETY: this member's own slot of this step (two disjoint ranges, one at
+            // a time), nobody else's until the step publishes it.
+            part.input(start, unsafe { ch.slice_mut(slot, a) });
+            // SAFETY: as above.
+            part.input(start + b, unsafe { ch.slice_mut(slot + b, len - b) });
         }
         ch.step().await?;
         if let Some((start, len, pp)) = prev {
@@ -445,9 +451,14 @@ pub async fn reduce_group(
                         continue;
                     }
                     let out = if u == x && v == y {
-                        &mut part.recv.as_mut_slice()[start + u - part.lo..start + v - part.lo]
+                        // SAFETY: the receive buffer this reduction owns; `direct` is
+                        // only set with a send buffer, so the input is not this buffer.
+                        let r = unsafe { part.recv.as_mut_slice() };
+                        &mut r[start + u - part.lo..start + v - part.lo]
                     } else {
-                        ch.slice_mut(ch.result(p) + u, v - u)
+                        // SAFETY: my share of this step's result area, mine alone until
+                        // the next step publishes it (readers wait for that step).
+                        unsafe { ch.slice_mut(ch.result(p) + u, v - u) }
                     };
                     let mine = part.input_slice(start + u, v - u);
                     with_sources(
@@ -484,7 +495,8 @@ async fn stream(
         let (_, p) = ch.next_step();
         let len = slot.min(total - start);
         if ch.me == from {
-            fill(start, ch.slice_mut(ch.slot(from, p), len));
+            // SAFETY: `from`'s own slot of this step, nobody else's until the step.
+            fill(start, unsafe { ch.slice_mut(ch.slot(from, p), len) });
         }
         ch.step().await?;
         take(start, ch.slice(ch.slot(from, p), len));
@@ -649,7 +661,9 @@ pub async fn scan(
         let start = t * chunk;
         let len = chunk.min(total.saturating_sub(start));
         if len > 0 {
-            let dst = ch.slice_mut(ch.slot(ch.me, p), len);
+            // SAFETY: this member's own slot of this step, nobody else's until the step
+            // publishes it; the buffers read are the user's, not arena memory.
+            let dst = unsafe { ch.slice_mut(ch.slot(ch.me, p), len) };
             match &send {
                 Some(s) => s.read_at(start, dst),
                 None => recv.read_at(start, dst),
@@ -658,7 +672,9 @@ pub async fn scan(
         ch.step().await?;
         if len > 0 && upto > 0 {
             let srcs: Vec<&[u8]> = (0..upto).map(|i| ch.slice(ch.slot(i, p), len)).collect();
-            fold(red, &srcs, &mut recv.as_mut_slice()[start..start + len])?;
+            // SAFETY: the receive buffer this scan owns; the sources are slots.
+            let out = unsafe { &mut recv.as_mut_slice()[start..start + len] };
+            fold(red, &srcs, out)?;
         }
     }
     Ok(())

@@ -135,7 +135,9 @@ pub async fn bcast(ch: &Chan<'_>, buf: &UserBuf, root: usize) -> MpiResult<()> {
         let at = base + first * unit;
         if is_root {
             ch.room_for(need.max(floor), s).await;
-            buf.read_at(start, ch.slice_mut(at, len));
+            // SAFETY: `room_for` waited until every reader left these units; the root
+            // alone writes them until it publishes step s; `buf` is not arena memory.
+            buf.read_at(start, unsafe { ch.slice_mut(at, len) });
         } else {
             ch.reached(root, s).await;
             buf.write_at_nt(start, ch.slice(at, len), nt);

@@ -27,6 +27,7 @@
 //! | | [`BcastPath::Pipeline`] (bcast.rs) | otherwise |
 //! | rendezvous messages (p2p/mod.rs `direct_wanted`) | read from the sender's memory | `SHMPI_DIRECT` not off, from `SHMPI_DIRECT_MIN` bytes (else beyond the eager limit), this process readable |
 //! | barrier, gathers, scatters, all-to-all, scans | one path each | always (steps over the slots: coll/mod.rs, gather.rs, reduce.rs) |
+#![deny(unsafe_code)]
 use super::direct::Kind;
 use super::Chan;
 use crate::settings::{Direct, Job};

@@ -2,6 +2,7 @@
 //! steps stand, whose turn it is, the argument descriptor the next collective
 //! publishes, where its ring broadcasts put their chunks. The algorithms that use it
 //! live in coll/; this is the data they keep between calls, with the communicator.
+#![deny(unsafe_code)]
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 

@@ -1,4 +1,7 @@
 //! Error handlers: the predefined ones and user-created communicator handlers.
+#![allow(unsafe_code)]
+//! Unsafe code here (the one exception of comm/, which denies it): the call of a
+//! program's error handler (a C function pointer).
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use std::os::raw::c_int;

@@ -1,5 +1,6 @@
 //! Groups: ordered sets of world ranks. MPI_GROUP_EMPTY is built in; user groups are
 //! direct handles into the table below.
+#![deny(unsafe_code)]
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use std::sync::{Arc, RwLock};

@@ -2,6 +2,7 @@
 //! channel it owns in the arena, unique in the job while the communicator lives), an
 //! error handler and a name. Handles are MPICH's: MPI_COMM_WORLD and MPI_COMM_SELF are
 //! built-in, user communicators are direct handles indexing the table below.
+#![deny(unsafe_code)]
 pub mod coll_state;
 pub mod errhandler;
 pub mod group;

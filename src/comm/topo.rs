@@ -6,6 +6,7 @@
 //! with the communicator. Reordering is never done (the identity mapping is always
 //! legal): the first N ranks of the old communicator form the new one, in order.
 //! Cartesian ranks are row-major: the last dimension varies fastest.
+#![deny(unsafe_code)]
 use super::Comm;
 use crate::abi::*;
 use crate::error::{err, MpiResult};

@@ -4,13 +4,14 @@
 //! An intercommunicator's channel has both groups as members, group "A" (the one whose
 //! rank 0 has the smaller world rank) first, so the step engine of coll/ serves it
 //! unchanged: a collective names which channel members contribute and which receive.
+#![deny(unsafe_code)]
 use super::{alloc_channel as alloc, failed_alloc, no_channel, NOT_ALLOCATING, NO_CHANNEL};
 use crate::abi::*;
 use crate::coll::Chan;
 use crate::comm::{get, Comm};
 use crate::create::register;
 use crate::error::{err, MpiResult};
-use crate::p2p::{self, Mode, SendData, UserBuf};
+use crate::p2p::{self, Mode, SendData};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -22,10 +23,7 @@ fn send_u64s(c: &Arc<Comm>, dest: i32, tag: i32, v: &[u64]) -> MpiResult<()> {
 
 fn recv_u64s(c: &Arc<Comm>, src: i32, tag: i32, n: usize) -> MpiResult<Vec<u64>> {
     let mut b = vec![0u8; n * 8];
-    // SAFETY: `b` outlives the blocking receive below.
-    let buf = unsafe { UserBuf::new(b.as_mut_ptr(), b.len()) };
-    let id = p2p::irecv(c, buf, src, tag)?;
-    p2p::wait(id)?;
+    p2p::recv_bytes(c, &mut b, src, tag)?;
     Ok(b.chunks_exact(8)
         .map(|x| u64::from_le_bytes(x.try_into().unwrap()))
         .collect())
@@ -34,9 +32,7 @@ fn recv_u64s(c: &Arc<Comm>, src: i32, tag: i32, n: usize) -> MpiResult<Vec<u64>>
 /// Broadcasts u64 values from `root` over the local communicator.
 fn bcast_u64s(c: &Comm, root: usize, v: &mut [u64]) -> MpiResult<()> {
     let mut b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-    // SAFETY: `b` outlives the blocking broadcast.
-    let buf = unsafe { UserBuf::new(b.as_mut_ptr(), b.len()) };
-    crate::coll::run(c, crate::coll::bcast::bcast(c, buf, root))?;
+    crate::coll::bcast_bytes(c, &mut b, root)?;
     for (i, x) in b.chunks_exact(8).enumerate() {
         v[i] = u64::from_le_bytes(x.try_into().unwrap());
     }

@@ -9,6 +9,7 @@
 //! every member reads every leader's outcome from the second step, and if any failed,
 //! all members fail with the same error and the leaders that got a context give it back.
 //! The parent stays in step, and a program that frees communicators can go on.
+#![deny(unsafe_code)]
 pub mod inter;
 pub mod topo;
 
@@ -305,11 +306,8 @@ pub fn create_group(
         c
     } else {
         let mut b = [0u8; 8];
-        // SAFETY: `b` lives across the blocking receive below.
-        let buf = unsafe { crate::p2p::UserBuf::new(b.as_mut_ptr(), 8) };
         let src = parent.from_world[group.ranks[0]];
-        let id = crate::p2p::irecv(&internal, buf, src, tag)?;
-        crate::p2p::wait(id)?;
+        crate::p2p::recv_bytes(&internal, &mut b, src, tag)?;
         u64::from_le_bytes(b)
     };
     if ctx == NO_CHANNEL {

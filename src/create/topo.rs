@@ -1,6 +1,9 @@
 //! Topologies made by communicating: MPI_Cart_create, MPI_Cart_sub, MPI_Graph_create
 //! and the distributed graphs are communicators split from their parent, with the
 //! topology (comm/topo.rs) attached.
+#![allow(unsafe_code)]
+//! Unsafe code here (the one exception of create/, which denies it): the `UserBuf`s over
+//! the local vectors of a distributed graph's exchange of neighbour lists.
 use crate::abi::*;
 use crate::comm::topo::*;
 use crate::comm::Comm;

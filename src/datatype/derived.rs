@@ -5,6 +5,7 @@
 //! its `TypeRef` while it runs, so MPI_Type_free of a type still in use is safe. Derived
 //! handles are DIRECT datatype handles with table indices from [`FIRST_INDEX`] up (0..4
 //! are the pair types' handles).
+#![deny(unsafe_code)]
 use super::layout::{self, Basic, Builder, Layout};
 use super::predefined::{self, Predef, PREDEFINED, PREDEFINED_LEN};
 use crate::abi::*;

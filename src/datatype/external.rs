@@ -8,6 +8,7 @@
 //! The conversion works on the packed stream (`datatype::pack`'s form: the basic
 //! elements back to back, in type-map order) and the datatype's type signature, read
 //! from its construction (a derived type other than a struct is its old type repeated).
+#![deny(unsafe_code)]
 use super::derived::Type;
 use super::predefined::{Elem, Predef};
 use crate::abi::*;

@@ -7,6 +7,7 @@
 //! The lower and upper bounds follow MPI §4.1.6 including the MPI_LB / MPI_UB markers
 //! (and MPI_Type_create_resized, which the standard defines as setting both markers):
 //! each bound is absent (empty type map), plain (from data) or marked (explicit).
+#![deny(unsafe_code)]
 use crate::abi::*;
 use crate::datatype::predefined::{Elem, Predef};
 use crate::error::{err, MpiResult};

@@ -24,6 +24,11 @@
 //!   count (None = MPI_UNDEFINED).
 //! - [`info`]`(h) -> Option<(size, extent)>` for a committed type (kept for callers that
 //!   only need the two numbers).
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - `pack_at`/`unpack_at` call [`pack::pack`]/[`pack::unpack`] on a slice; pack.rs
+//!   walks a datatype's byte displacements from a raw origin (only `pack::raw` touches
+//!   user memory). The other submodules deny unsafe code.
 pub mod derived;
 pub mod external;
 pub mod layout;

@@ -2,6 +2,10 @@
 //!
 //! [`walk`] maps a range of the packed stream to (user offset, stream position, length)
 //! pieces in safe code; [`raw`] is the only place that touches user memory.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - the user-memory accesses of `raw` and the typed block loops; a datatype addresses
+//!   bytes by displacement from an origin, which no slice can describe.
 use super::derived::Type;
 use super::layout::Layout;
 

@@ -6,6 +6,7 @@
 //! Aliases (MPI_LONG_LONG = MPI_LONG_LONG_INT, MPI_C_COMPLEX = MPI_C_FLOAT_COMPLEX) share
 //! one handle and so one entry; the entry carries the first name. MPI_INTEGER16 is
 //! MPI_DATATYPE_NULL in this ABI (unsupported) and is not in the table.
+#![deny(unsafe_code)]
 use crate::abi::*;
 
 /// How the bytes of one element are read by the reduction kernels.

@@ -1,6 +1,7 @@
 //! Datatype engine tests: hand-computed bounds for every constructor, and random nested
 //! types checked against an oracle that expands the type map entry by entry from the
 //! standard's recursive definitions (no segments, no merging, no run-length coding).
+#![deny(unsafe_code)]
 use super::derived::*;
 use super::*;
 use crate::abi::*;

@@ -1,5 +1,12 @@
 //! Validators by parameter kind. Each returns a clear `MpiError` naming the argument and
 //! its value; entry points call them before touching the engine.
+//!
+//! The validators that take a pointer to the caller's memory (`buffer`, `out`, `inp`,
+//! `array`, `plan_array`, `array_mut`, `c_string`) are unsafe fns: they check NULL and
+//! MPI_IN_PLACE, but only the MPI caller can vouch for the rest, so each says in its
+//! `# Safety` section what the pointer must be valid for. (The entry points' bodies run
+//! in an unsafe context, see `mpi_entry!`; other callers say why in a SAFETY line.)
+#![deny(clippy::not_unsafe_ptr_arg_deref, clippy::missing_safety_doc)]
 use crate::abi::*;
 use crate::comm::Comm;
 use crate::error::{err, MpiResult};
@@ -80,7 +87,11 @@ pub fn span(t: &TypeInfo, count: usize) -> MpiResult<usize> {
 
 /// A buffer argument of `bytes` bytes: NULL is only allowed when empty; MPI_IN_PLACE is
 /// rejected (call `is_in_place` first where it is allowed).
-pub fn buffer(p: *const c_void, bytes: usize, arg: &str) -> MpiResult<UserBuf> {
+///
+/// # Safety
+/// Unless NULL, `p` must be valid for reads (and for writes, if the operation writes
+/// the buffer) of `bytes` bytes until the operation completes (`UserBuf::new`).
+pub unsafe fn buffer(p: *const c_void, bytes: usize, arg: &str) -> MpiResult<UserBuf> {
     if is_in_place(p) {
         return Err(err(
             MPI_ERR_BUFFER,
@@ -93,7 +104,7 @@ pub fn buffer(p: *const c_void, bytes: usize, arg: &str) -> MpiResult<UserBuf> {
             format!("{arg} is NULL but holds {bytes} bytes"),
         ));
     }
-    // SAFETY: the MPI caller guarantees `bytes` valid bytes at `p` for the operation.
+    // SAFETY: `p` is non-NULL or `bytes` is 0; this function's contract gives the rest.
     Ok(unsafe { UserBuf::new(p as *mut u8, bytes) })
 }
 
@@ -146,40 +157,53 @@ pub fn recv_tag(t: c_int) -> MpiResult<()> {
 pub const TAG_UB: c_int = 268435455;
 
 /// Writes through an output pointer, rejecting NULL.
-pub fn out<T>(p: *mut T, v: T, arg: &str) -> MpiResult<()> {
+///
+/// # Safety
+/// Unless NULL, `p` must be valid for a write of one (aligned) `T`.
+pub unsafe fn out<T>(p: *mut T, v: T, arg: &str) -> MpiResult<()> {
     if p.is_null() {
         return Err(err(MPI_ERR_ARG, format!("{arg} is NULL")));
     }
-    // SAFETY: non-NULL output argument the caller guarantees to be valid.
+    // SAFETY: non-NULL (checked); valid for the write (this function's contract).
     unsafe { p.write(v) };
     Ok(())
 }
 
 /// Reads an input pointer, rejecting NULL.
-pub fn inp<T: Copy>(p: *const T, arg: &str) -> MpiResult<T> {
+///
+/// # Safety
+/// Unless NULL, `p` must be valid for a read of one (aligned, initialized) `T`.
+pub unsafe fn inp<T: Copy>(p: *const T, arg: &str) -> MpiResult<T> {
     if p.is_null() {
         return Err(err(MPI_ERR_ARG, format!("{arg} is NULL")));
     }
-    // SAFETY: non-NULL input argument the caller guarantees to be valid.
+    // SAFETY: non-NULL (checked); valid for the read (this function's contract).
     Ok(unsafe { p.read() })
 }
 
 /// An array argument of `n` elements, rejecting NULL when n > 0.
-pub fn array<'a, T>(p: *const T, n: usize, arg: &str) -> MpiResult<&'a [T]> {
+///
+/// # Safety
+/// When `n > 0` and `p` is not NULL, `p` must point to `n` initialized, aligned `T`
+/// that nobody writes for the lifetime `'a` the caller picks.
+pub unsafe fn array<'a, T>(p: *const T, n: usize, arg: &str) -> MpiResult<&'a [T]> {
     if n == 0 {
         return Ok(&[]);
     }
     if p.is_null() {
         return Err(err(MPI_ERR_ARG, format!("{arg} is NULL")));
     }
-    // SAFETY: the caller guarantees `n` valid elements at `p`.
+    // SAFETY: non-NULL (checked); `n` valid elements for `'a` (this function's contract).
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
 /// An array argument of `n` elements that a collective's plan reads (counts,
 /// displacements, datatypes): an _init call records a copy, which each start of the
 /// persistent request reads instead of the program's array (crate::pin).
-pub fn plan_array<'a, T: Copy + Send + Sync + 'static>(
+///
+/// # Safety
+/// As for [`array`].
+pub unsafe fn plan_array<'a, T: Copy + Send + Sync + 'static>(
     p: *const T,
     n: usize,
     arg: &str,
@@ -189,7 +213,8 @@ pub fn plan_array<'a, T: Copy + Send + Sync + 'static>(
             return Ok(Cow::Owned(v));
         }
     }
-    let a = array(p, n, arg)?;
+    // SAFETY: this function's contract is `array`'s.
+    let a = unsafe { array(p, n, arg)? };
     if n > 0 {
         crate::pin::record_array(p, a);
     }
@@ -197,20 +222,28 @@ pub fn plan_array<'a, T: Copy + Send + Sync + 'static>(
 }
 
 /// A mutable array argument of `n` elements.
-pub fn array_mut<'a, T>(p: *mut T, n: usize, arg: &str) -> MpiResult<&'a mut [T]> {
+///
+/// # Safety
+/// When `n > 0` and `p` is not NULL, `p` must point to `n` initialized, aligned `T`
+/// that nothing else reads or writes for the lifetime `'a` the caller picks.
+pub unsafe fn array_mut<'a, T>(p: *mut T, n: usize, arg: &str) -> MpiResult<&'a mut [T]> {
     if n == 0 {
         return Ok(&mut []);
     }
     if p.is_null() {
         return Err(err(MPI_ERR_ARG, format!("{arg} is NULL")));
     }
-    // SAFETY: the caller guarantees `n` valid elements at `p`.
+    // SAFETY: non-NULL (checked); `n` elements exclusively the caller's for `'a` (this
+    // function's contract).
     Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
 }
 
 /// Copies a Rust string into a C buffer of `cap` bytes (NUL-terminated, truncated) and
 /// returns the length written (without the NUL).
-pub fn c_string(
+///
+/// # Safety
+/// Unless NULL, `dst` must be valid for writes of `cap` bytes (`cap` at least 1).
+pub unsafe fn c_string(
     dst: *mut std::os::raw::c_char,
     cap: usize,
     s: &str,
@@ -221,7 +254,8 @@ pub fn c_string(
     }
     let b = s.as_bytes();
     let n = b.len().min(cap.saturating_sub(1));
-    // SAFETY: the caller provides at least `cap` bytes at dst (the MPI_MAX_* length).
+    // SAFETY: non-NULL (checked); `n + 1 <= cap` bytes written, which this function's
+    // contract makes valid (the MPI_MAX_* length of the argument).
     unsafe {
         std::ptr::copy_nonoverlapping(b.as_ptr(), dst as *mut u8, n);
         *dst.add(n) = 0;

@@ -88,11 +88,10 @@ fn unpack_with(p: *mut c_void, count: usize, ty: &crate::datatype::TypeRef, data
 /// What a send of `count` instances at `p` transmits.
 pub fn send_data(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<SendData> {
     if t.contiguous {
-        return Ok(SendData::User(check::buffer(
-            p,
-            packed_len(t, count)?,
-            arg,
-        )?));
+        // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
+        return Ok(SendData::User(unsafe {
+            check::buffer(p, packed_len(t, count)?, arg)
+        }?));
     }
     Ok(SendData::Owned(pack_vec(p, count, t, arg)?))
 }
@@ -100,11 +99,10 @@ pub fn send_data(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> Mpi
 /// Where a receive of `count` instances at `p` puts the message.
 pub fn recv_into(p: *mut c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<RecvInto> {
     if t.contiguous {
-        return Ok(RecvInto::Bytes(check::buffer(
-            p,
-            packed_len(t, count)?,
-            arg,
-        )?));
+        // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
+        return Ok(RecvInto::Bytes(unsafe {
+            check::buffer(p, packed_len(t, count)?, arg)
+        }?));
     }
     check_base(p, count, t, arg)?;
     let ty = lookup(t)?;
@@ -160,7 +158,8 @@ impl Stage {
         arg: &str,
     ) -> MpiResult<UserBuf> {
         if t.contiguous {
-            return check::buffer(p, packed_len(t, count)?, arg);
+            // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
+            return unsafe { check::buffer(p, packed_len(t, count)?, arg) };
         }
         let mut v = pack_vec(p, count, t, arg)?;
         // SAFETY: the vector is kept in `self.bufs` (its heap block does not move) for
@@ -179,7 +178,8 @@ impl Stage {
         arg: &str,
     ) -> MpiResult<UserBuf> {
         if t.contiguous {
-            return check::buffer(p, packed_len(t, count)?, arg);
+            // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
+            return unsafe { check::buffer(p, packed_len(t, count)?, arg) };
         }
         check_base(p, count, t, arg)?;
         let ty = lookup(t)?;
@@ -449,7 +449,8 @@ impl RedData {
         arg: &str,
     ) -> MpiResult<UserBuf> {
         match self.mode {
-            RedMode::Native => check::buffer(p, self.bytes(count)?, arg),
+            // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
+            RedMode::Native => unsafe { check::buffer(p, self.bytes(count)?, arg) },
             RedMode::Packed => match self.spread() {
                 Some(se) => st.spread_input(p, count, &self.t, se, arg),
                 None => st.input(p, count, &self.t, arg),
@@ -466,7 +467,8 @@ impl RedData {
         arg: &str,
     ) -> MpiResult<UserBuf> {
         match self.mode {
-            RedMode::Native => check::buffer(p, self.bytes(count)?, arg),
+            // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
+            RedMode::Native => unsafe { check::buffer(p, self.bytes(count)?, arg) },
             RedMode::Packed => match self.spread() {
                 Some(se) => st.spread_output(p, count, &self.t, se, arg),
                 None => st.output(p, count, &self.t, arg),

@@ -14,6 +14,10 @@
 //! Supervision is driven by `sigtimedwait`: SIGCHLD and the forwarded signals are
 //! blocked in every mpiexec thread and waited for synchronously, with a short timeout
 //! so that the arena's abort record and the job's deadline are checked promptly.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - the libc calls of process supervision (signal masks, `sigtimedwait`, `waitpid`,
+//!   `poll`, `fcntl`), which std does not offer.
 use crate::p2p;
 use crate::shm::{self, Arena, STATE_STARTED};
 use crate::spawn::{self, Cmd, Request};

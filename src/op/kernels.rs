@@ -56,6 +56,9 @@
 //! masked store is not forwarded to a load of the next call on the same buffer
 //! (measured 2-3x slower at 4 KiB). binary16 converts element by element in scalar
 //! code (about 1-4 GB/s); F16C would speed it up.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - the SIMD intrinsics, called only at a `SimdLevel` whose CPU features are present.
 use crate::datatype::predefined::Elem;
 use crate::error::{err, MpiResult};
 use std::sync::OnceLock;
@@ -1442,6 +1445,7 @@ mod avx2 {
                 if b.len() >= super::STREAM_128 {
                     super::lined(a, b, $n, |x, y| unsafe { $x(x, y) })
                 } else {
+                    // SAFETY: as for the branch above.
                     super::lined(a, b, $n, |x, y| unsafe { $k(x, y) })
                 }
             }
@@ -1466,6 +1470,7 @@ mod avx2 {
                     if b.len() >= super::STREAM_128 {
                         k_stream::<$t, 8, { $op }>(a, b)
                     } else {
+                        // SAFETY: as for each wrapper of `kernel` (AVX2 present).
                         unsafe { minmax_i64::<$max, $unsigned>(a, b) }
                     }
                 }
@@ -1480,21 +1485,33 @@ mod avx2 {
             (O::Min, E::I64) => minmax64!(i64, code::MIN, false, false),
             (O::Max, E::U64) => minmax64!(u64, code::MAX, true, true),
             (O::Min, E::U64) => minmax64!(u64, code::MIN, false, true),
+            // SAFETY: the AVX2 level only (above).
             (O::Maxloc, E::DoubleInt) => |a, b| unsafe { loc_double_int::<true>(a, b) },
+            // SAFETY: the AVX2 level only (above).
             (O::Minloc, E::DoubleInt) => |a, b| unsafe { loc_double_int::<false>(a, b) },
             (O::Maxloc, E::TwoInt | E::TwoInteger) => {
+                // SAFETY: the AVX2 level only (above).
                 |a, b| unsafe { loc_pair32::<true, false, false>(a, b) }
             }
             (O::Minloc, E::TwoInt | E::TwoInteger) => {
+                // SAFETY: the AVX2 level only (above).
                 |a, b| unsafe { loc_pair32::<false, false, false>(a, b) }
             }
+            // SAFETY: the AVX2 level only (above).
             (O::Maxloc, E::FloatInt) => |a, b| unsafe { loc_pair32::<true, true, false>(a, b) },
+            // SAFETY: the AVX2 level only (above).
             (O::Minloc, E::FloatInt) => |a, b| unsafe { loc_pair32::<false, true, false>(a, b) },
+            // SAFETY: the AVX2 level only (above).
             (O::Maxloc, E::TwoReal) => |a, b| unsafe { loc_pair32::<true, true, true>(a, b) },
+            // SAFETY: the AVX2 level only (above).
             (O::Minloc, E::TwoReal) => |a, b| unsafe { loc_pair32::<false, true, true>(a, b) },
+            // SAFETY: the AVX2 level only (above).
             (O::Maxloc, E::TwoDoublePrecision) => |a, b| unsafe { loc_2double::<true>(a, b) },
+            // SAFETY: the AVX2 level only (above).
             (O::Minloc, E::TwoDoublePrecision) => |a, b| unsafe { loc_2double::<false>(a, b) },
+            // SAFETY: the AVX2 level only (above).
             (O::Maxloc, E::LongInt) => |a, b| unsafe { loc_long_int::<true>(a, b) },
+            // SAFETY: the AVX2 level only (above).
             (O::Minloc, E::LongInt) => |a, b| unsafe { loc_long_int::<false>(a, b) },
             _ => return None,
         })
@@ -1825,6 +1842,7 @@ mod avx512 {
                     if b.len() >= FMINMAX_256 || super::store_alias(a, b) {
                         avx2::$avx2(a, b)
                     } else {
+                        // SAFETY: handed out only at `SimdLevel::Avx512` (see `by_size`).
                         super::lined(a, b, $n, |x, y| unsafe { $k(x, y) })
                     }
                 }
@@ -1838,8 +1856,10 @@ mod avx512 {
             ($y:ident, $x:ident, $t:ty, $op:expr) => {
                 |a, b| {
                     if b.len() >= super::STREAM_128 {
+                        // SAFETY: as for each wrapper (AVX-512 F/VL/DQ present).
                         super::lined(a, b, 8, |x, y| unsafe { $x(x, y) })
                     } else if b.len() >= super::STREAM_256 || super::store_alias(a, b) {
+                        // SAFETY: as for each wrapper (AVX-512 F/VL/DQ present).
                         super::lined(a, b, 8, |x, y| unsafe { $y(x, y) })
                     } else {
                         super::k_avx512::<$t, 8, { $op }>(a, b)

@@ -2,6 +2,9 @@
 //! `__float128` and its complex, MPI_LONG_DOUBLE_INT): thin safe wrappers around the C
 //! loops of ldkernels.c. Each wrapper computes the element count from the slices, so
 //! the C side never reads or writes past them.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - the calls of the C loops of ldkernels.c, on element counts computed from slices.
 use super::kernels::Kernel;
 use super::BuiltinOp;
 

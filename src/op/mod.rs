@@ -7,6 +7,11 @@
 //! - [`is_commutative`] to choose an algorithm;
 //! - [`apply`] (`inout = inv op inout`, element-wise), or for a predefined op
 //!   [`kernel_for`] once and then the returned [`Kernel`] on each block.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - calls of the program's MPI_User_function (a C function pointer) on the buffers of
+//!   a reduction. kernels.rs (SIMD intrinsics behind CPU feature checks), ld.rs (the C
+//!   long-double loops) and tests.rs (MXCSR access, user functions) have their own.
 use crate::abi::*;
 use crate::datatype::predefined::{self, Predef, TypeClass};
 use crate::error::{err, MpiResult};

@@ -2,6 +2,9 @@
 //! implementation written here (integers through i128, floats through explicit case
 //! analysis, binary16 through a table of every value, long double / __float128
 //! through hand-written converters from f64), never the kernels.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - reading and setting MXCSR (inline asm), and user functions in C's signature.
 use super::*;
 use crate::datatype::predefined::{Elem, PREDEFINED};
 use crate::error::MpiError;

@@ -1,5 +1,10 @@
 //! Buffers the user lent to an operation that may complete later (MPI's rule: the
 //! buffer stays valid and untouched until the request completes).
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - `UserBuf`, the raw pointer and length of a buffer the program lent to an operation
+//!   that may complete later (no lifetime can say "until the request completes"), and
+//!   its streaming copy; `Unpack`'s origin, unpacked into when a receive completes.
 use std::ptr;
 
 /// A contiguous user buffer: `len` bytes at `ptr`.
@@ -90,8 +95,17 @@ impl UserBuf {
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
     /// The buffer as a mutable slice (for the duration of a blocking call).
-    #[allow(clippy::mut_from_ref)]
-    pub fn as_mut_slice(&self) -> &mut [u8] {
+    ///
+    /// # Safety
+    /// For the returned lifetime no other reference to the buffer's bytes may be live
+    /// (no other slice from this `UserBuf`, a copy of it or an overlapping one, and no
+    /// `read_at`/`write_at` through them): the caller is the operation that owns the
+    /// buffer, and uses the slice within one step of it.
+    #[expect(
+        clippy::mut_from_ref,
+        reason = "an unsafe fn: its # Safety contract is what makes the &mut exclusive"
+    )]
+    pub unsafe fn as_mut_slice(&self) -> &mut [u8] {
         if self.len == 0 {
             return &mut [];
         }
@@ -152,6 +166,10 @@ unsafe fn copy_nt(dst: *mut u8, src: &[u8]) {
     }
 }
 
+/// [`copy_nt`] where there are no streaming stores: a plain copy.
+///
+/// # Safety
+/// `dst` must be valid for writes of `src.len()` bytes and not overlap `src`.
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn copy_nt(dst: *mut u8, src: &[u8]) {
     // SAFETY: the caller's contract.

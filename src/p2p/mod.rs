@@ -21,6 +21,12 @@
 //! Cost: eager = 2 copies (user -> ring -> user), one hand-off; direct rendezvous = 1
 //! copy, two hand-offs (the request and the answer); pipe rendezvous = 2 copies, one
 //! hand-off per pipe segment.
+//!
+//! Unsafe code here (every block has its SAFETY line):
+//! - the mutable arena views (`Arena::slice_mut`) of a ring entry or pipe segment this
+//!   sender reserved and has not published yet;
+//! - the direct read into a receive buffer (`UserBuf::as_mut_slice`);
+//! - `recv_bytes`, which lends a borrowed slice to a blocking receive.
 pub mod buf;
 
 use crate::abi::*;
@@ -266,7 +272,9 @@ impl Req {
 fn read_direct(a: &Arena, src: usize, addr: u64, buf: &UserBuf, len: usize) -> bool {
     let pid = a.rank_pid(src).load(Ordering::Acquire) as i32;
     let n = len.min(buf.len());
-    crate::shm::peer::read(pid, addr as usize, buf.sub(0, n).as_mut_slice()).is_ok()
+    // SAFETY: the receive buffer of the request being completed, which it owns; nothing
+    // else refers to it during the read.
+    crate::shm::peer::read(pid, addr as usize, unsafe { buf.sub(0, n).as_mut_slice() }).is_ok()
 }
 
 struct Unexpected {
@@ -457,9 +465,11 @@ fn try_push(
     let fill = |at| {
         if f.kind == F_RTS_DIRECT {
             let addr = data.addr() as u64;
-            a.slice_mut(at, 8).copy_from_slice(&addr.to_le_bytes());
+            a.write(at, &addr.to_le_bytes());
         } else {
-            data.copy_out(0, a.slice_mut(at, inline));
+            // SAFETY: the frame's inline bytes in a ring entry `push_seen` reserved for
+            // this sender and publishes only after `fill` returns.
+            data.copy_out(0, unsafe { a.slice_mut(at, inline) });
         }
     };
     let pushed = ring(a, me, dst).push_seen(a, f, inline, fill, tail_seen);
@@ -1042,7 +1052,10 @@ impl Engine {
                     let pos = produced % p.cap;
                     let room = p.cap - (produced - consumed);
                     let k = (len - *sent).min(p.cap - pos).min(room).min(a.lay.pipe_seg);
-                    s.data.copy_out(*sent, a.slice_mut(p.data + pos, k));
+                    // SAFETY: free pipe bytes (produced - consumed < cap): the receiver
+                    // reads them only after the release store of `produced` below.
+                    s.data
+                        .copy_out(*sent, unsafe { a.slice_mut(p.data + pos, k) });
                     *sent += k;
                     produced += k;
                     moved = true;
@@ -1397,6 +1410,20 @@ fn isend_ctx(
 /// Posts a receive into `buf` from rank `source` (or MPI_ANY_SOURCE) of `comm`.
 pub fn irecv(comm: &std::sync::Arc<Comm>, buf: UserBuf, source: i32, tag: i32) -> MpiResult<ReqId> {
     irecv_into(comm, RecvInto::Bytes(buf), source, tag)
+}
+
+/// A blocking receive into `buf` (the library's own exchanges of small records in
+/// create/ and spawn.rs): [`irecv`], then [`wait`].
+pub fn recv_bytes(
+    comm: &std::sync::Arc<Comm>,
+    buf: &mut [u8],
+    source: i32,
+    tag: i32,
+) -> MpiResult<Status> {
+    // SAFETY: `buf` is borrowed, valid and unused elsewhere, until `wait` returns.
+    let b = unsafe { UserBuf::new(buf.as_mut_ptr(), buf.len()) };
+    let id = irecv(comm, b, source, tag)?;
+    wait(id)
 }
 
 /// Where a receive puts the message.

@@ -15,7 +15,11 @@
 //! |          | per-member post rings (coll/post.rs), double-buffered         |
 //! |          | per-member slots and a double-buffered result                 |
 //!
-//! This module, the ffi layer and the SIMD kernels are the only homes of `unsafe`.
+//! Unsafe code here (every block has its SAFETY line): the arena's mapping (memfd,
+//! mmap), its atomics and byte views at offsets (bounds checked by `ptr`; the mutable
+//! one, `slice_mut`, is an unsafe fn whose callers hold the protocol's write
+//! permission); peer.rs reads and writes another rank's memory (process_vm_readv and
+//! writev) and wait.rs sleeps and wakes on futexes. proto.rs denies unsafe code.
 pub mod peer;
 pub mod proto;
 pub mod wait;
@@ -484,10 +488,21 @@ impl Arena {
 
     /// A mutable view of `len` bytes at `off`, valid while the protocol gives this rank
     /// exclusive write permission.
-    #[allow(clippy::mut_from_ref)]
-    pub fn slice_mut(&self, off: usize, len: usize) -> &mut [u8] {
+    ///
+    /// # Safety
+    /// For the returned lifetime the caller must hold the protocol's exclusive write
+    /// permission for these bytes (e.g. its own slot in the collective step that owns
+    /// it, or a point-to-point cell it claimed and has not yet published): no other
+    /// rank or thread reads or writes them, and no other reference to them (from
+    /// `slice`, `slice_mut` or a `read`/`write` in flight) is live.
+    #[expect(
+        clippy::mut_from_ref,
+        reason = "an unsafe fn: its # Safety contract is what makes the &mut exclusive"
+    )]
+    pub unsafe fn slice_mut(&self, off: usize, len: usize) -> &mut [u8] {
         let p = self.ptr(off, len);
-        // SAFETY: bounds checked; callers hold the protocol's write permission.
+        // SAFETY: bounds checked by `ptr`; the caller holds the protocol's exclusive
+        // write permission (this function's contract).
         unsafe { std::slice::from_raw_parts_mut(p, len) }
     }
 

@@ -34,6 +34,7 @@
 //! channel allocator, the job's abort record, and the process boundary itself (the
 //! model's "ranks" are threads sharing one address space, which is what the mapping
 //! gives the ranks).
+#![deny(unsafe_code)]
 use super::Arena;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 

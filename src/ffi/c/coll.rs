@@ -69,7 +69,8 @@ pub fn start_plan(name: &'static str, p: Plan, request: *mut i32) -> MpiResult<(
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
     let id = start_plan_id(name, p)?;
-    check::out(request, super::p2p::req_handle(id), "request")
+    // SAFETY: `request`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(request, super::p2p::req_handle(id), "request") }
 }
 
 /// Starts a plan as a nonblocking collective; returns the engine request id.
@@ -99,7 +100,8 @@ pub fn init_plan(
     }
     super::info::check_arg(info, "info")?;
     let h = super::persist::create(name, comm, make, move |p| start_plan_id(name, Ok(p)))?;
-    check::out(request, h, "request")
+    // SAFETY: `request`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(request, h, "request") }
 }
 
 /// Exports a blocking collective and its nonblocking twin from one plan function taking
@@ -446,7 +448,8 @@ fn reduce_scatter_now<C: check::CInt>(
     comm: i32,
 ) -> Option<MpiResult<()>> {
     let size = crate::comm::get(comm).ok()?.size();
-    let counts = check::array(recvcounts, size, "recvcounts").ok()?;
+    // SAFETY: `recvcounts`: passed on from the entry point, valid as the MPI caller must pass it.
+    let counts = unsafe { check::array(recvcounts, size, "recvcounts") }.ok()?;
     let n = *counts.first()?;
     reduce_now(
         sendbuf,
@@ -584,7 +587,9 @@ fn reduce_scatter_counts(
     let block = rd.bytes(counts[me])?;
     let (send, recv) = if is_in_place(sendbuf) {
         if rd.native() {
-            (None, check::buffer(recvbuf, total, "recvbuf")?)
+            // SAFETY: `recvbuf`: passed on from the entry point,
+            // valid as the MPI caller must pass it.
+            (None, unsafe { check::buffer(recvbuf, total, "recvbuf") }?)
         } else {
             // The input is the whole vector in recvbuf; my block goes to its start.
             let s = rd.input(&mut st, recvbuf, sum, "recvbuf")?;
@@ -642,7 +647,9 @@ fn reduce_scatter_plan<C: check::CInt>(
 ) -> Plan {
     let cm = check::comm(comm)?;
     let counts = check::counts(
-        &check::plan_array(recvcounts, cm.size(), "recvcounts")?,
+        // SAFETY: `recvcounts`: passed on from the entry point,
+        // valid as the MPI caller must pass it.
+        &unsafe { check::plan_array(recvcounts, cm.size(), "recvcounts") }?,
         "recvcounts",
     )?;
     if cm.is_inter() {

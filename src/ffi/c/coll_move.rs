@@ -110,8 +110,10 @@ fn vside<C: check::CInt, D: check::CInt>(
     what: &str,
 ) -> MpiResult<Side> {
     let t = check::datatype(dt, &format!("{what}type"))?;
-    let c = check::plan_array(counts, m, &format!("{what}counts"))?;
-    let d = check::plan_array(displs, m, "displs")?;
+    // SAFETY: `counts`: passed on from the entry point, valid as the MPI caller must pass it.
+    let c = unsafe { check::plan_array(counts, m, &format!("{what}counts")) }?;
+    // SAFETY: `displs`: passed on from the entry point, valid as the MPI caller must pass it.
+    let d = unsafe { check::plan_array(displs, m, "displs") }?;
     (0..m)
         .map(|k| {
             Ok((
@@ -145,9 +147,12 @@ fn wside<C: check::CInt, D: check::CInt>(
     m: usize,
     what: &str,
 ) -> MpiResult<Side> {
-    let c = check::plan_array(counts, m, &format!("{what}counts"))?;
-    let d = check::plan_array(displs, m, &format!("{what}displs"))?;
-    let ty = check::plan_array(types, m, &format!("{what}types"))?;
+    // SAFETY: `counts`: passed on from the entry point, valid as the MPI caller must pass it.
+    let c = unsafe { check::plan_array(counts, m, &format!("{what}counts")) }?;
+    // SAFETY: `displs`: passed on from the entry point, valid as the MPI caller must pass it.
+    let d = unsafe { check::plan_array(displs, m, &format!("{what}displs")) }?;
+    // SAFETY: `types`: passed on from the entry point, valid as the MPI caller must pass it.
+    let ty = unsafe { check::plan_array(types, m, &format!("{what}types")) }?;
     let dname = format!("{what}displs");
     (0..m)
         .map(|k| {

@@ -59,7 +59,8 @@ fn put_comm(
     out: *mut i32,
     c: Option<std::sync::Arc<crate::comm::Comm>>,
 ) -> crate::error::MpiResult<()> {
-    check::out(out, c.map_or(MPI_COMM_NULL, |c| c.handle), "newcomm")
+    // SAFETY: `out`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(out, c.map_or(MPI_COMM_NULL, |c| c.handle), "newcomm") }
 }
 
 mpi_entry!(MPI_Comm_dup, PMPI_Comm_dup, (comm: i32, newcomm: *mut i32), errcomm = comm, {
@@ -106,7 +107,8 @@ fn idup(
             .map_err(|e| crate::error::MpiError::new(e.class, format!("{name}: {}", e.msg)))
     });
     let id = crate::coll::nb::start(&c, fut)?;
-    check::out(request, super::p2p::req_handle(id), "request")
+    // SAFETY: `request`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(request, super::p2p::req_handle(id), "request") }
 }
 
 mpi_entry!(MPI_Comm_idup, PMPI_Comm_idup, (comm: i32, newcomm: *mut i32, request: *mut i32), errcomm = comm, {
@@ -234,9 +236,11 @@ mpi_entry!(MPI_Comm_create_group, PMPI_Comm_create_group, (comm: i32, group: i32
 
 fn free_comm(comm: *mut i32) -> crate::error::MpiResult<()> {
     crate::runtime::job()?;
-    let h = check::inp(comm, "comm")?;
+    // SAFETY: `comm`: passed on from the entry point, valid as the MPI caller must pass it.
+    let h = unsafe { check::inp(comm, "comm") }?;
     create::free(h)?;
-    check::out(comm, MPI_COMM_NULL, "comm")
+    // SAFETY: `comm`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(comm, MPI_COMM_NULL, "comm") }
 }
 
 mpi_entry!(MPI_Comm_free, PMPI_Comm_free, (comm: *mut i32), errcomm = MPI_COMM_WORLD, { free_comm(comm) });
@@ -283,7 +287,8 @@ mpi_entry!(MPI_Group_rank, PMPI_Group_rank, (group: i32, rank: *mut c_int), errc
 });
 
 fn new_group(out: *mut i32, g: group::Group) -> crate::error::MpiResult<()> {
-    check::out(out, group::register(g), "newgroup")
+    // SAFETY: `out`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(out, group::register(g), "newgroup") }
 }
 
 mpi_entry!(MPI_Group_incl, PMPI_Group_incl, (group: i32, n: c_int, ranks: *const c_int, newgroup: *mut i32), errcomm = MPI_COMM_WORLD, {
@@ -378,9 +383,11 @@ mpi_entry!(MPI_Keyval_create, PMPI_Keyval_create, (copy_fn: Option<attr::CopyFn>
 
 fn free_keyval(keyval: *mut c_int) -> crate::error::MpiResult<()> {
     crate::runtime::job()?;
-    let k = check::inp(keyval, "keyval")?;
+    // SAFETY: `keyval`: passed on from the entry point, valid as the MPI caller must pass it.
+    let k = unsafe { check::inp(keyval, "keyval") }?;
     attr::free_keyval(k, attr::Kind::Comm)?;
-    check::out(keyval, MPI_KEYVAL_INVALID, "keyval")
+    // SAFETY: `keyval`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(keyval, MPI_KEYVAL_INVALID, "keyval") }
 }
 mpi_entry!(MPI_Comm_free_keyval, PMPI_Comm_free_keyval, (keyval: *mut c_int), errcomm = MPI_COMM_WORLD, { free_keyval(keyval) });
 mpi_entry!(MPI_Keyval_free, PMPI_Keyval_free, (keyval: *mut c_int), errcomm = MPI_COMM_WORLD, { free_keyval(keyval) });

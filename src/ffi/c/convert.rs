@@ -66,6 +66,10 @@ const STATUS_WORDS: usize = MPI_F_STATUS_SIZE as usize;
 
 /// Copies a status between its C and Fortran forms (identical layouts); the ignore
 /// values are not statuses.
+///
+/// # Safety
+/// Unless NULL, `from` must be valid for reads and `to` for writes of `STATUS_WORDS`
+/// ints (a status of either form).
 unsafe fn copy_status(
     from: *const c_int,
     to: *mut c_int,

@@ -17,12 +17,14 @@ fn new_type(out: *mut i32, make: impl FnOnce() -> MpiResult<i32>) -> MpiResult<(
         return Err(err(MPI_ERR_ARG, "newtype is NULL"));
     }
     let h = make()?;
-    check::out(out, h, "newtype")
+    // SAFETY: `out`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(out, h, "newtype") }
 }
 
 /// An input array of `n` entries (none read when n <= 0).
 fn arr<'a, T>(p: *const T, n: c_int, arg: &str) -> MpiResult<&'a [T]> {
-    check::array(p, n.max(0) as usize, arg)
+    // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::array(p, n.max(0) as usize, arg) }
 }
 
 /// A count, displacement or size argument of a constructor: an int (`MPI_Type_vector`),
@@ -48,7 +50,8 @@ impl Arg for isize {
 
 /// The `n` entries (none read when n <= 0) of an input array of counts, widened.
 fn counts<T: Arg>(p: *const T, n: impl Arg, arg: &str) -> MpiResult<Vec<i64>> {
-    let a = check::array(p, n.wide().max(0) as usize, arg)?;
+    // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
+    let a = unsafe { check::array(p, n.wide().max(0) as usize, arg) }?;
     Ok(a.iter().map(|x| x.wide()).collect())
 }
 
@@ -158,7 +161,8 @@ fn struct_entry<C: Arg>(
 ) -> MpiResult<()> {
     new_type(new, || {
         let (b, d) = (counts(bls, n, BLS)?, addrs(disps, n, DISPS)?);
-        let t = check::array(types, n.wide().max(0) as usize, "array_of_types")?;
+        // SAFETY: `types`: passed on from the entry point, valid as the MPI caller must pass it.
+        let t = unsafe { check::array(types, n.wide().max(0) as usize, "array_of_types") }?;
         derived::structure_in(form, n.wide(), &b, &d, t)
     })
 }
@@ -463,8 +467,10 @@ fn extent_of(h: i32, lb: *mut Aint, extent: *mut Aint, truly: bool) -> MpiResult
     } else {
         (t.lb(), t.extent())
     };
-    check::out(lb, l, "lb")?;
-    check::out(extent, e, "extent")
+    // SAFETY: `lb`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(lb, l, "lb") }?;
+    // SAFETY: `extent`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(extent, e, "extent") }
 }
 
 mpi_entry!(MPI_Type_get_extent, PMPI_Type_get_extent,
@@ -726,7 +732,9 @@ fn pack_at(
         return Err(err(MPI_ERR_BUFFER, "outbuf is MPI_IN_PLACE"));
     }
     if bytes > 0 {
-        let out = check::array_mut(outbuf as *mut u8, pos + bytes, "outbuf")?;
+        // SAFETY: `outbuf as *mut u8`: passed on from the entry point,
+        // valid as the MPI caller must pass it.
+        let out = unsafe { check::array_mut(outbuf as *mut u8, pos + bytes, "outbuf") }?;
         // SAFETY: inbuf (possibly MPI_BOTTOM with absolute displacements) holds `incount`
         // instances of `datatype` per the standard; `out` is the caller's outbuf.
         unsafe { datatype::pack(&t, n, inbuf as *const u8, &mut out[pos..], 0) };
@@ -755,7 +763,9 @@ fn unpack_at(
         return Err(err(MPI_ERR_BUFFER, "inbuf is MPI_IN_PLACE"));
     }
     if bytes > 0 {
-        let inp = check::array(inbuf as *const u8, pos + bytes, "inbuf")?;
+        // SAFETY: `inbuf as *const u8`: passed on from the entry point,
+        // valid as the MPI caller must pass it.
+        let inp = unsafe { check::array(inbuf as *const u8, pos + bytes, "inbuf") }?;
         // SAFETY: outbuf (possibly MPI_BOTTOM with absolute displacements) has room for
         // `outcount` instances of `datatype` per the standard, and does not overlap inbuf.
         unsafe { datatype::unpack(&t, n, outbuf as *mut u8, &inp[pos..], 0) };
@@ -871,7 +881,9 @@ fn pack_external_at(
         // SAFETY: inbuf (possibly MPI_BOTTOM with absolute displacements) holds `incount`
         // instances of `datatype` per the standard.
         unsafe { datatype::pack(&t, n, inbuf as *const u8, &mut native, 0) };
-        let out = check::array_mut(outbuf as *mut u8, pos + ext, "outbuf")?;
+        // SAFETY: `outbuf as *mut u8`: passed on from the entry point,
+        // valid as the MPI caller must pass it.
+        let out = unsafe { check::array_mut(outbuf as *mut u8, pos + ext, "outbuf") }?;
         datatype::external::to_external(&t, n, &native, &mut out[pos..])?;
     }
     Ok(pos + ext)
@@ -898,7 +910,9 @@ fn unpack_external_at(
         return Err(err(MPI_ERR_BUFFER, "inbuf is MPI_IN_PLACE"));
     }
     if ext > 0 {
-        let inp = check::array(inbuf as *const u8, pos + ext, "inbuf")?;
+        // SAFETY: `inbuf as *const u8`: passed on from the entry point,
+        // valid as the MPI caller must pass it.
+        let inp = unsafe { check::array(inbuf as *const u8, pos + ext, "inbuf") }?;
         let mut native = vec![0u8; packed_bytes(&t, n, outcount)?];
         datatype::external::from_external(&t, n, &inp[pos..], &mut native)?;
         // SAFETY: outbuf (possibly MPI_BOTTOM with absolute displacements) has room for

@@ -164,7 +164,8 @@ fn set_errhandler(comm: i32, eh: i32) -> MpiResult<()> {
 
 fn get_errhandler(comm: i32, out: *mut i32) -> MpiResult<()> {
     let c = check::comm(comm)?;
-    check::out(out, c.errhandler.load(Ordering::Relaxed), "errhandler")
+    // SAFETY: `out`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(out, c.errhandler.load(Ordering::Relaxed), "errhandler") }
 }
 
 fn create_errhandler(
@@ -173,7 +174,8 @@ fn create_errhandler(
 ) -> MpiResult<()> {
     runtime::job()?;
     let f = f.ok_or_else(|| err(MPI_ERR_ARG, "function is NULL"))?;
-    check::out(out, crate::comm::errhandler::create(f), "errhandler")
+    // SAFETY: `out`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(out, crate::comm::errhandler::create(f), "errhandler") }
 }
 
 mpi_entry!(MPI_Comm_set_errhandler, PMPI_Comm_set_errhandler, (comm: i32, errhandler: i32), errcomm = comm, { set_errhandler(comm, errhandler) });
@@ -263,17 +265,26 @@ fn get_attr(comm: i32, key: c_int, val: *mut c_void, flag: *mut c_int) -> MpiRes
     }
     match predefined_attr(key) {
         Some(p) => {
-            check::out(val as *mut *mut c_int, p, "attribute_val")?;
-            check::out(flag, 1, "flag")
+            // SAFETY: `val as *mut *mut c_int`: passed on from the entry point,
+            // valid as the MPI caller must pass it.
+            unsafe { check::out(val as *mut *mut c_int, p, "attribute_val") }?;
+            // SAFETY: `flag`: passed on from the entry point, valid as the MPI caller must pass it.
+            unsafe { check::out(flag, 1, "flag") }
         }
         None if crate::attr::is_user_keyval(key) => {
             let c = check::comm(comm)?;
             match crate::attr::get(&c, key)? {
                 Some(v) => {
-                    check::out(val as *mut usize, v, "attribute_val")?;
-                    check::out(flag, 1, "flag")
+                    // SAFETY: `val as *mut usize`: passed on from the entry point,
+                    // valid as the MPI caller must pass it.
+                    unsafe { check::out(val as *mut usize, v, "attribute_val") }?;
+                    // SAFETY: `flag`: passed on from the entry point,
+                    // valid as the MPI caller must pass it.
+                    unsafe { check::out(flag, 1, "flag") }
                 }
-                None => check::out(flag, 0, "flag"),
+                // SAFETY: `flag`: passed on from the entry point,
+                // valid as the MPI caller must pass it.
+                None => unsafe { check::out(flag, 0, "flag") },
             }
         }
         None if key == MPI_KEYVAL_INVALID => {
@@ -307,7 +318,9 @@ fn buffer_attach(buffer: *mut c_void, size: i64) -> MpiResult<()> {
 /// Detaches the buffer, stores its address, and returns its size.
 fn buffer_detach(buffer_addr: *mut c_void) -> MpiResult<usize> {
     let (addr, n) = crate::p2p::bsend_detach()?;
-    check::out(buffer_addr as *mut usize, addr, "buffer_addr")?;
+    // SAFETY: `buffer_addr as *mut usize`: passed on from the entry point,
+    // valid as the MPI caller must pass it.
+    unsafe { check::out(buffer_addr as *mut usize, addr, "buffer_addr") }?;
     Ok(n)
 }
 

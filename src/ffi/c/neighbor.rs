@@ -150,8 +150,10 @@ fn varying<C: check::CInt, D: check::CInt>(
     displs_name: &str,
 ) -> MpiResult<Vec<Block>> {
     let t = check::datatype(dt, &format!("{side}type"))?;
-    let counts = check::plan_array(counts, n, &format!("{side}counts"))?;
-    let displs = check::plan_array(displs, n, displs_name)?;
+    // SAFETY: `counts`: passed on from the entry point, valid as the MPI caller must pass it.
+    let counts = unsafe { check::plan_array(counts, n, &format!("{side}counts")) }?;
+    // SAFETY: `displs`: passed on from the entry point, valid as the MPI caller must pass it.
+    let displs = unsafe { check::plan_array(displs, n, displs_name) }?;
     (0..n)
         .map(|i| {
             let d: i64 = displs[i].into();
@@ -173,9 +175,12 @@ fn typed<C: check::CInt>(
     types: *const i32,
     side: &str,
 ) -> MpiResult<Vec<Block>> {
-    let counts = check::plan_array(counts, n, &format!("{side}counts"))?;
-    let displs = check::plan_array(displs, n, &format!("{side}displs"))?;
-    let types = check::plan_array(types, n, &format!("{side}types"))?;
+    // SAFETY: `counts`: passed on from the entry point, valid as the MPI caller must pass it.
+    let counts = unsafe { check::plan_array(counts, n, &format!("{side}counts")) }?;
+    // SAFETY: `displs`: passed on from the entry point, valid as the MPI caller must pass it.
+    let displs = unsafe { check::plan_array(displs, n, &format!("{side}displs")) }?;
+    // SAFETY: `types`: passed on from the entry point, valid as the MPI caller must pass it.
+    let types = unsafe { check::plan_array(types, n, &format!("{side}types")) }?;
     (0..n)
         .map(|i| {
             Ok(Block {
@@ -260,7 +265,8 @@ fn start(name: &'static str, x: Exchange, request: *mut i32) -> MpiResult<()> {
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
     let id = start_id(name, x)?;
-    check::out(request, req_handle(id), "request")
+    // SAFETY: `request`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(request, req_handle(id), "request") }
 }
 
 /// The persistent call: checks the arguments now (`make` builds the exchange), and at
@@ -278,7 +284,8 @@ fn init(
     }
     crate::ffi::c::info::check_arg(info, "info")?;
     let h = crate::ffi::c::persist::create(name, comm, make, move |x| start_id(name, x))?;
-    check::out(request, h, "request")
+    // SAFETY: `request`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(request, h, "request") }
 }
 
 /// Posts the exchange and returns the engine request that completes with it.

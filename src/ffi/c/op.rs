@@ -86,6 +86,10 @@ mpi_entry!(MPI_Op_commutative, PMPI_Op_commutative,
 /// The common case of MPI_Reduce_local: a predefined op on a predefined datatype it is
 /// defined on, a positive count, two distinct buffers, after MPI_Init. True when done;
 /// everything else (including every error) takes the full path.
+///
+/// # Safety
+/// Unless NULL or MPI_IN_PLACE, `inbuf` and `inoutbuf` must hold `count` elements of
+/// `datatype` (`inoutbuf` writable), as the standard requires of MPI_Reduce_local.
 #[inline(always)]
 unsafe fn reduce_local_fast(
     inbuf: *const c_void,

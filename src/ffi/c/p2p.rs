@@ -241,7 +241,8 @@ fn isend_entry(
     }
     let a = send_args(buf, count, dt, dest, tag, comm)?;
     let id = start_send(a, mode)?;
-    check::out(req, req_handle(id), "request")
+    // SAFETY: `req`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(req, req_handle(id), "request") }
 }
 
 counted!(MPI_Isend, PMPI_Isend, MPI_Isend_c, PMPI_Isend_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
@@ -320,7 +321,8 @@ fn send_init(
         let (buf, count, dest, tag, comm) = args.get();
         start_send(send_args(buf, count, ty.handle(), dest, tag, comm)?, mode)
     });
-    check::out(req, super::persist::create_p2p(name, start)?, "request")
+    // SAFETY: `req`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(req, super::persist::create_p2p(name, start)?, "request") }
 }
 
 counted!(MPI_Send_init, PMPI_Send_init, MPI_Send_init_c, PMPI_Send_init_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
@@ -431,7 +433,8 @@ counted!(MPI_Isendrecv_replace, PMPI_Isendrecv_replace, MPI_Isendrecv_replace_c,
 /// Waits for one request handle; sets it to MPI_REQUEST_NULL.
 fn wait_one(req: *mut i32, status: *mut CStatus) -> MpiResult<()> {
     crate::runtime::job()?;
-    let h = check::inp(req, "request")?;
+    // SAFETY: `req`: passed on from the entry point, valid as the MPI caller must pass it.
+    let h = unsafe { check::inp(req, "request") }?;
     match super::persist::resolve(h)? {
         None => {
             put_status(status, &Status::empty());
@@ -442,7 +445,8 @@ fn wait_one(req: *mut i32, status: *mut CStatus) -> MpiResult<()> {
             let st = finished(id, st);
             let mut hh = h;
             super::persist::release(&mut hh);
-            check::out(req, hh, "request")?;
+            // SAFETY: `req`: passed on from the entry point, valid as the MPI caller must pass it.
+            unsafe { check::out(req, hh, "request") }?;
             put_status(status, &st);
             raise_on_if(request_error(id, &st), on)
         }
@@ -644,11 +648,14 @@ fn some_complete(
 /// failed request, MPI_ERR_IN_STATUS after outcount (the indices and statuses name the
 /// completed requests, failed or not, as the standard says).
 fn some_outcount(outcount: *mut c_int, r: Option<(usize, bool)>) -> MpiResult<()> {
-    check::out(
-        outcount,
-        r.map_or(MPI_UNDEFINED, |(k, _)| k as c_int),
-        "outcount",
-    )?;
+    // SAFETY: `outcount`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe {
+        check::out(
+            outcount,
+            r.map_or(MPI_UNDEFINED, |(k, _)| k as c_int),
+            "outcount",
+        )
+    }?;
     if matches!(r, Some((_, true))) {
         return Err(err(
             MPI_ERR_IN_STATUS,
@@ -773,10 +780,12 @@ fn set_elements(status: *mut CStatus, dt: i32, count: i64) -> MpiResult<()> {
         // the status holds 63 bits of byte count (MPICH's layout)
         .filter(|&b| b <= i64::MAX as u64)
         .ok_or_else(|| err(MPI_ERR_COUNT, format!("count={count} overflows")))?;
-    let mut st = check::inp(status, "status")?;
+    // SAFETY: `status`: passed on from the entry point, valid as the MPI caller must pass it.
+    let mut st = unsafe { check::inp(status, "status") }?;
     st.count_lo = bytes as u32 as c_int;
     st.count_hi_and_cancelled = (((bytes >> 32) as c_int) << 1) | (st.count_hi_and_cancelled & 1);
-    check::out(status, st, "status")
+    // SAFETY: `status`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(status, st, "status") }
 }
 
 mpi_entry!(MPI_Status_set_elements, PMPI_Status_set_elements, (status: *mut CStatus, datatype: i32, count: c_int), errcomm = MPI_COMM_WORLD, {
@@ -972,7 +981,8 @@ fn start_mrecv(
     message: *mut i32,
 ) -> MpiResult<Option<usize>> {
     crate::runtime::job()?;
-    let h = check::inp(message, "message")?;
+    // SAFETY: `message`: passed on from the entry point, valid as the MPI caller must pass it.
+    let h = unsafe { check::inp(message, "message") }?;
     let id = message_id(h)?;
     let n = check::count(count, "count")?;
     let t = check::message_datatype(dt, n, "datatype")?;
@@ -981,7 +991,8 @@ fn start_mrecv(
         None => None,
         Some(id) => Some(p2p::imrecv(id, into)?),
     };
-    check::out(message, MPI_MESSAGE_NULL, "message")?;
+    // SAFETY: `message`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(message, MPI_MESSAGE_NULL, "message") }?;
     Ok(r)
 }
 
@@ -1006,7 +1017,8 @@ counted!(MPI_Imrecv, PMPI_Imrecv, MPI_Imrecv_c, PMPI_Imrecv_c, (buf: *mut c_void
 });
 
 fn count_of(status: *const CStatus, dt: i32) -> MpiResult<c_int> {
-    let st = check::inp(status, "status")?;
+    // SAFETY: `status`: passed on from the entry point, valid as the MPI caller must pass it.
+    let st = unsafe { check::inp(status, "status") }?;
     let size = crate::datatype::derived::get_signature(dt, "datatype")?.size() as u64;
     let bytes = st.count_bytes();
     if size == 0 {

@@ -125,10 +125,12 @@ pub fn run_spawn(
             Ok(_) => MPI_SUCCESS,
             Err(e) => e.class,
         };
-        check::array_mut(errcodes, n, "array_of_errcodes")?.fill(code);
+        // SAFETY: `errcodes`: passed on from the entry point, valid as the MPI caller must pass it.
+        unsafe { check::array_mut(errcodes, n, "array_of_errcodes") }?.fill(code);
     }
     let ic = out?;
-    check::out(intercomm, ic.handle, "intercomm")
+    // SAFETY: `intercomm`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::out(intercomm, ic.handle, "intercomm") }
 }
 
 mpi_entry!(MPI_Comm_spawn, PMPI_Comm_spawn, (command: *const c_char, argv: *const *const c_char, maxprocs: c_int, info: i32, root: c_int, comm: i32, intercomm: *mut i32, array_of_errcodes: *mut c_int), errcomm = comm, {

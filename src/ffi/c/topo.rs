@@ -13,9 +13,11 @@ use std::sync::Arc;
 /// MPI_ERRORS_RETURN holds no stale handle) and the error.
 fn put_comm(out: *mut i32, c: MpiResult<Option<Arc<crate::comm::Comm>>>) -> MpiResult<()> {
     match c {
-        Ok(c) => check::out(out, c.map_or(MPI_COMM_NULL, |c| c.handle), "newcomm"),
+        // SAFETY: `out`: passed on from the entry point, valid as the MPI caller must pass it.
+        Ok(c) => unsafe { check::out(out, c.map_or(MPI_COMM_NULL, |c| c.handle), "newcomm") },
         Err(e) => {
-            let _ = check::out(out, MPI_COMM_NULL, "newcomm");
+            // SAFETY: `out`: passed on from the entry point, valid as the MPI caller must pass it.
+            let _ = unsafe { check::out(out, MPI_COMM_NULL, "newcomm") };
             Err(e)
         }
     }
@@ -40,13 +42,18 @@ fn max_arg(n: c_int, arg: &str) -> MpiResult<usize> {
 }
 
 fn bools(p: *const c_int, n: usize, arg: &str) -> MpiResult<Vec<bool>> {
-    Ok(check::array(p, n, arg)?.iter().map(|&x| x != 0).collect())
+    // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
+    Ok(unsafe { check::array(p, n, arg) }?
+        .iter()
+        .map(|&x| x != 0)
+        .collect())
 }
 
 /// Copies the first `min(max, v.len())` values of `v` to `dst`.
 fn copy_out(dst: *mut c_int, max: usize, v: &[c_int], arg: &str) -> MpiResult<()> {
     let n = max.min(v.len());
-    check::array_mut(dst, n, arg)?.copy_from_slice(&v[..n]);
+    // SAFETY: `dst`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe { check::array_mut(dst, n, arg) }?.copy_from_slice(&v[..n]);
     Ok(())
 }
 
@@ -151,9 +158,11 @@ fn graph_args<'a>(
     if nnodes < 0 {
         return Err(err(MPI_ERR_ARG, format!("nnodes={nnodes} is negative")));
     }
-    let idx = check::array(index, nnodes as usize, "index")?;
+    // SAFETY: `index`: passed on from the entry point, valid as the MPI caller must pass it.
+    let idx = unsafe { check::array(index, nnodes as usize, "index") }?;
     let ne = topo::check_index(idx)?;
-    let e = check::array(edges, ne, "edges")?;
+    // SAFETY: `edges`: passed on from the entry point, valid as the MPI caller must pass it.
+    let e = unsafe { check::array(edges, ne, "edges") }?;
     topo::check_edges(idx.len(), e)?;
     Ok((idx, e))
 }
@@ -251,7 +260,8 @@ fn weights(p: *const c_int, n: usize, arg: &str) -> MpiResult<Option<Vec<c_int>>
         }
         return Ok(Some(Vec::new()));
     }
-    let w = check::array(p, n, arg)?;
+    // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
+    let w = unsafe { check::array(p, n, arg) }?;
     if let Some((i, x)) = w.iter().enumerate().find(|(_, &x)| x < 0) {
         return Err(err(
             MPI_ERR_ARG,
