@@ -7,16 +7,17 @@
 //! channel member (coll/gather.rs), which for an intercommunicator maps remote rank k to
 //! the remote group's channel positions.
 use super::coll::Plan;
-use super::coll_inter::{role, Role};
 use crate::abi::*;
 use crate::coll::agree::{self, Arg, Desc, FlowEnd, Flows};
 use crate::coll::gather::{self, Piece};
+use crate::coll::inter::{find_root, Role};
 use crate::coll::nb::CollFuture;
+use crate::coll::stage::Stage;
 use crate::coll::Chan;
 use crate::comm::Comm;
 use crate::error::{err, MpiResult};
 use crate::ffi::check::{self, is_in_place, TypeInfo};
-use crate::ffi::typed::{offset, Stage};
+use crate::ffi::typed::offset;
 use crate::p2p::UserBuf;
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
@@ -298,7 +299,7 @@ fn bcast_plan<C: check::CInt>(
     let mut st = Stage::default();
     let cc = c.clone();
     if c.is_inter() {
-        let r = role(&c, root)?;
+        let r = check::inter_root(&c, root)?;
         let (buf, is_root, receive) = match r {
             Role::Root => (
                 st.input(
@@ -426,15 +427,6 @@ crate::coll_entry!(MPI_Bcast, PMPI_Bcast, MPI_Ibcast, PMPI_Ibcast, MPI_Bcast_ini
 crate::coll_entry!(MPI_Bcast_c, PMPI_Bcast_c, MPI_Ibcast_c, PMPI_Ibcast_c, MPI_Bcast_init_c, PMPI_Bcast_init_c, bcast_plan, comm, now = bcast_now,
     (buffer: *mut c_void, count: i64, datatype: i32, root: c_int, comm: i32));
 
-/// Finds the channel index of the process that passed MPI_ROOT (one step).
-pub async fn find_root(ch: &Chan<'_>, me_root: bool) -> MpiResult<usize> {
-    ch.put_args(&[me_root as u64]);
-    ch.step().await?;
-    (0..ch.n)
-        .find(|&i| ch.peer_args(i, 0) == 1)
-        .ok_or_else(|| err(MPI_ERR_ROOT, "no process passed root=MPI_ROOT"))
-}
-
 // ---------------------------------------------------------------- Gather(v), Allgather(v)
 
 /// Gather-like: `recv` (if this process receives) per peer; `send` this process's piece.
@@ -453,7 +445,7 @@ fn gather_like<C: check::CInt>(
     if c.is_inter() {
         // Rooted: the root receives from the remote group; allgather: everyone does.
         let (sends, receives) = match root {
-            Some(r) => match role(c, r)? {
+            Some(r) => match check::inter_root(c, r)? {
                 Role::Root => (false, true),
                 Role::Idle => (false, false),
                 Role::Peer(_) => (true, false),
@@ -753,7 +745,7 @@ fn scatter_like<C: check::CInt>(
     let n = c.chan_members.len();
     let mut st = Stage::default();
     if c.is_inter() {
-        let r = role(c, root)?;
+        let r = check::inter_root(c, root)?;
         let sv = match (&r, &send) {
             (Role::Root, Some(side)) => stage_side(
                 &mut st,
