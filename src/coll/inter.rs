@@ -173,3 +173,38 @@ pub async fn both_ways(
     }
     Ok(())
 }
+
+/// MPI_Bcast on an intercommunicator: the root (`is_root`) sends `buf`, the members of
+/// the other group (`receive`) receive it; `role` is this process's root argument.
+pub async fn bcast(
+    c: &Comm,
+    role: Role,
+    buf: UserBuf,
+    is_root: bool,
+    receive: bool,
+) -> MpiResult<()> {
+    let ch = Chan::open(c).await?;
+    let root_chan = find_root(&ch, is_root).await?;
+    if let Role::Peer(r) = role {
+        if c.chan_of_remote(r) != root_chan {
+            return Err(err(
+                MPI_ERR_ROOT,
+                format!("root={r} is not the remote process that passed MPI_ROOT"),
+            ));
+        }
+    }
+    super::bcast::bcast_inter(c, buf, root_chan, receive).await
+}
+
+/// MPI_Scatter(v) on an intercommunicator: the root (`is_root`) sends `send` (one piece
+/// per channel member), the other group's members receive `recv`.
+pub async fn scatter(
+    c: &Comm,
+    is_root: bool,
+    send: &[super::gather::Piece],
+    recv: super::gather::Piece,
+) -> MpiResult<()> {
+    let ch = Chan::open(c).await?;
+    let root_chan = find_root(&ch, is_root).await?;
+    super::gather::scatter(c, root_chan, send, recv, true).await
+}

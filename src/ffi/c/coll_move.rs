@@ -10,10 +10,9 @@ use super::coll::Plan;
 use crate::abi::*;
 use crate::coll::agree::{self, Arg, Desc, FlowEnd, Flows};
 use crate::coll::gather::{self, Piece};
-use crate::coll::inter::{find_root, Role};
+use crate::coll::inter::Role;
 use crate::coll::nb::CollFuture;
 use crate::coll::stage::Stage;
-use crate::coll::Chan;
 use crate::comm::Comm;
 use crate::error::{err, MpiResult};
 use crate::ffi::check::{self, is_in_place, TypeInfo};
@@ -326,17 +325,7 @@ fn bcast_plan<C: check::CInt>(
         return Ok((
             c,
             Box::pin(async move {
-                let ch = Chan::open(&cc).await?;
-                let root_chan = find_root(&ch, is_root).await?;
-                if let Role::Peer(r) = r {
-                    if cc.chan_of_remote(r) != root_chan {
-                        return Err(err(
-                            MPI_ERR_ROOT,
-                            format!("root={r} is not the remote process that passed MPI_ROOT"),
-                        ));
-                    }
-                }
-                crate::coll::bcast::bcast_inter(&cc, buf, root_chan, receive).await?;
+                crate::coll::inter::bcast(&cc, r, buf, is_root, receive).await?;
                 st.finish()
             }),
         ));
@@ -780,9 +769,7 @@ fn scatter_like<C: check::CInt>(
         return Ok((
             c.clone(),
             Box::pin(async move {
-                let ch = Chan::open(&cc).await?;
-                let root_chan = find_root(&ch, is_root).await?;
-                gather::scatter(&cc, root_chan, &sv, rv, true).await?;
+                crate::coll::inter::scatter(&cc, is_root, &sv, rv).await?;
                 st.finish()
             }),
         ));
