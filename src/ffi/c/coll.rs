@@ -384,19 +384,7 @@ fn reduce_now<C: check::CInt>(
         multi,
     };
     let part = Part { send, recv, lo, hi };
-    if kind == Kind::Rooted {
-        if let Some(r) = crate::coll::post::reduce_now(&c, total, &red, &part, desc) {
-            return Some(r);
-        }
-    }
-    let desc = desc();
-    // Pinned where it is made: moving the engine's future into `run` would copy its
-    // whole state (a large part of a small call).
-    let fut = std::pin::pin!(async {
-        c.coll.set_desc(desc);
-        reduce::reduce_vector(&c, total, &red, &part, kind).await
-    });
-    Some(crate::coll::run(&c, fut))
+    Some(reduce::reduce_blocking(&c, total, &red, &part, kind, desc))
 }
 
 /// The agreement word of a reduce-scatter's counts (which must be identical everywhere).

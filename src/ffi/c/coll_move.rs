@@ -379,15 +379,7 @@ fn bcast_now<C: check::CInt>(
     // (`bytes` bytes, contiguous); checked non-NULL and not MPI_IN_PLACE.
     let b = unsafe { UserBuf::new(buffer as *mut u8, bytes) };
     let desc = || bcast_desc(datatype, Some(p), p.size, count as usize, root);
-    if let Some(r) = crate::coll::post::bcast_now(&c, &b, root, desc) {
-        return Some(r);
-    }
-    let desc = desc();
-    let fut = std::pin::pin!(async {
-        c.coll.set_desc(desc);
-        crate::coll::bcast::bcast(&c, b, root).await
-    });
-    Some(crate::coll::run(&c, fut))
+    Some(crate::coll::bcast::bcast_blocking(&c, b, root, desc))
 }
 
 /// MPI_Bcast's agreement descriptor: count and type signature must agree on every rank
