@@ -92,3 +92,22 @@ pub async fn bcast_inter(comm: &Comm, buf: UserBuf, root: usize, receive: bool) 
     }
     Ok(())
 }
+
+/// The blocking MPI_Bcast over an intracommunicator, with the descriptor `desc` makes:
+/// in a posted step when it applies (coll/post.rs), else the broadcast run in place.
+pub fn bcast_blocking(
+    c: &Comm,
+    b: UserBuf,
+    root: usize,
+    desc: impl Fn() -> super::agree::Desc,
+) -> MpiResult<()> {
+    if let Some(r) = super::post::bcast_now(c, &b, root, &desc) {
+        return r;
+    }
+    let desc = desc();
+    let fut = std::pin::pin!(async {
+        c.coll.set_desc(desc);
+        bcast(c, b, root).await
+    });
+    super::run(c, fut)
+}

@@ -27,11 +27,13 @@ pub mod bcast;
 pub mod chain;
 pub mod direct;
 pub mod gather;
+pub mod inter;
 pub mod nb;
 pub mod post;
 pub mod reduce;
 pub mod ring;
 pub mod select;
+pub mod stage;
 
 use crate::comm::Comm;
 use crate::error::MpiResult;

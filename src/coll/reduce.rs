@@ -679,3 +679,29 @@ pub async fn scan(
     }
     Ok(())
 }
+
+/// The blocking reduction of `total` bytes over an intracommunicator, with the
+/// descriptor `desc` makes: an MPI_Reduce in a posted step when it applies
+/// (coll/post.rs), else [`reduce_vector`] run in place.
+pub fn reduce_blocking(
+    c: &Comm,
+    total: usize,
+    red: &Reduction<'_>,
+    part: &Part,
+    kind: super::direct::Kind,
+    desc: impl Fn() -> super::agree::Desc,
+) -> MpiResult<()> {
+    if kind == super::direct::Kind::Rooted {
+        if let Some(r) = super::post::reduce_now(c, total, red, part, &desc) {
+            return r;
+        }
+    }
+    let desc = desc();
+    // Pinned where it is made: moving the engine's future into `run` would copy its
+    // whole state (a large part of a small call).
+    let fut = std::pin::pin!(async {
+        c.coll.set_desc(desc);
+        reduce_vector(c, total, red, part, kind).await
+    });
+    super::run(c, fut)
+}

@@ -279,3 +279,58 @@ pub fn no_alias(a: &UserBuf, b: &UserBuf, what: &str) -> MpiResult<()> {
         Ok(())
     }
 }
+
+/// The root argument of a rooted intercommunicator collective: MPI_ROOT, MPI_PROC_NULL
+/// or a rank of the remote group.
+pub fn inter_root(c: &Comm, root: c_int) -> MpiResult<crate::coll::inter::Role> {
+    use crate::coll::inter::Role;
+    match root {
+        MPI_ROOT => Ok(Role::Root),
+        MPI_PROC_NULL => Ok(Role::Idle),
+        r if r >= 0 && (r as usize) < c.peer_size() => Ok(Role::Peer(r as usize)),
+        r => Err(err(
+            MPI_ERR_ROOT,
+            format!("root={r} is neither MPI_ROOT, MPI_PROC_NULL nor a rank of the remote group (size {})", c.peer_size()),
+        )),
+    }
+}
+
+/// A buffer argument of an intercommunicator collective, which MPI_IN_PLACE may not be.
+pub fn not_in_place(p: *const c_void, arg: &str) -> MpiResult<()> {
+    if is_in_place(p) {
+        Err(err(
+            MPI_ERR_BUFFER,
+            format!("{arg} is MPI_IN_PLACE, which intercommunicator collectives do not allow"),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// An output pointer that is written later (after the work that makes the value),
+/// rejected when NULL before that work starts.
+pub fn not_null<T>(p: *const T, arg: &str) -> MpiResult<()> {
+    if p.is_null() {
+        Err(err(MPI_ERR_ARG, format!("{arg} is NULL")))
+    } else {
+        Ok(())
+    }
+}
+
+/// A buffer argument of `count` elements that the engine addresses itself (its layout
+/// is the datatype's): not MPI_IN_PLACE, and NULL only when empty.
+pub fn elements(p: *const c_void, count: usize, arg: &str) -> MpiResult<()> {
+    if is_in_place(p) {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("{arg} is MPI_IN_PLACE, which this call does not allow here"),
+        ));
+    }
+    if p.is_null() && count > 0 {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("{arg} is NULL but holds {count} elements"),
+        ));
+    }
+    Ok(())
+}

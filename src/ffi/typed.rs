@@ -1,17 +1,13 @@
-//! A user buffer of `count` instances of a datatype, turned into what the engine moves:
-//! contiguous data goes straight through; a non-contiguous datatype (derived, or a
-//! padded pair type such as MPI_DOUBLE_INT) travels packed, `count * size` bytes, so
-//! every receiver sees the same byte stream whatever its own layout.
+//! A user buffer of `count` instances of a datatype, checked and turned into what the
+//! engine moves (coll/stage.rs stages collectives' buffers; p2p's messages are sent
+//! from and received into them).
 use crate::abi::*;
+use crate::coll::stage::{self, packed_len, RedData, RedMode, Stage};
 use crate::error::{err, MpiResult};
 use crate::ffi::check::{self, TypeInfo};
 use crate::p2p::buf::Unpack;
 use crate::p2p::{RecvInto, SendData, UserBuf};
 use std::os::raw::c_void;
-
-fn lookup(t: &TypeInfo) -> MpiResult<crate::datatype::TypeRef> {
-    crate::datatype::lookup(t.handle)
-}
 
 /// Derived types may address absolute memory (MPI_BOTTOM, i.e. NULL); predefined ones
 /// may not.
@@ -44,45 +40,11 @@ pub fn check_base(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> Mp
     Ok(())
 }
 
-/// Bytes of the packed stream of `count` instances.
-pub fn packed_len(t: &TypeInfo, count: usize) -> MpiResult<usize> {
-    count.checked_mul(t.size).ok_or_else(|| {
-        err(
-            MPI_ERR_COUNT,
-            format!("count={count} x size {} overflows", t.size),
-        )
-    })
-}
-
 /// Packs `count` instances at `p` into a new vector.
 pub fn pack_vec(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<Vec<u8>> {
     check_base(p, count, t, arg)?;
-    let ty = lookup(t)?;
-    let mut v = vec![0u8; packed_len(t, count)?];
-    if !v.is_empty() {
-        // SAFETY: the MPI caller guarantees `count` instances of the datatype at `p`.
-        unsafe { crate::datatype::pack(&ty, count, p as *const u8, &mut v, 0) };
-    }
-    Ok(v)
-}
-
-/// Unpacks a packed stream into `count` instances at `p`.
-pub fn unpack_into(p: *mut c_void, count: usize, t: &TypeInfo, data: &[u8]) -> MpiResult<()> {
-    if data.is_empty() {
-        return Ok(());
-    }
-    unpack_with(p, count, &lookup(t)?, data);
-    Ok(())
-}
-
-/// As [`unpack_into`], with the datatype object itself.
-fn unpack_with(p: *mut c_void, count: usize, ty: &crate::datatype::TypeRef, data: &[u8]) {
-    if data.is_empty() {
-        return;
-    }
-    // SAFETY: the MPI caller guarantees room for `count` instances at `p`; `data` is at
-    // most their packed size.
-    unsafe { crate::datatype::unpack(ty, count, p as *mut u8, data, 0) };
+    // SAFETY: checked; the MPI caller guarantees `count` instances of the datatype at `p`.
+    unsafe { stage::pack_vec(p, count, t) }
 }
 
 /// What a send of `count` instances at `p` transmits.
@@ -105,49 +67,21 @@ pub fn recv_into(p: *mut c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiRe
         }?));
     }
     check_base(p, count, t, arg)?;
-    let ty = lookup(t)?;
+    let ty = crate::datatype::lookup(t.handle)?;
     // SAFETY: the MPI caller keeps the receive buffer valid until the request completes.
     Ok(RecvInto::Typed(Box::new(unsafe {
         Unpack::new(ty, count, p as *mut u8)
     })))
 }
 
-/// A staged output: buffer index, user address, count, type, and the basic pair type
-/// when the buffer holds its elements laid out as in memory (see
-/// [`Stage::spread_input`]). The datatype object is the one the call named: the program
-/// may free its handle (and get it back for a new type) before a nonblocking
-/// collective completes.
-type Pair = &'static crate::datatype::predefined::Predef;
-type Unpacked = (
-    usize,
-    *mut c_void,
-    usize,
-    crate::datatype::TypeRef,
-    Option<Pair>,
-);
-
-/// Staging for collectives: packed copies of non-contiguous inputs, and staging buffers
-/// for non-contiguous outputs that are unpacked when the collective is done.
-#[derive(Default)]
-pub struct Stage {
-    bufs: Vec<Vec<u8>>,
-    unpacks: Vec<Unpacked>,
-    /// Output images (buffer index, user address, count, type, the type's object)
-    /// copied back at the end.
-    images: Vec<(
-        usize,
-        *mut c_void,
-        usize,
-        TypeInfo,
-        crate::datatype::TypeRef,
-    )>,
+/// Address `p` advanced by `bytes` (possibly negative), as the standard's displacement
+/// arithmetic does.
+pub fn offset(p: *const c_void, bytes: isize) -> *mut c_void {
+    (p as *const u8).wrapping_offset(bytes) as *mut c_void
 }
 
-// SAFETY: the raw pointers are the MPI caller's buffers, which the standard keeps valid
-// and untouched by the caller until the (possibly nonblocking) collective completes; the
-// library runs one MPI call at a time (MPI_THREAD_SERIALIZED).
-unsafe impl Send for Stage {}
-
+// The buffer arguments of a collective, checked and staged: `Stage` for one
+// datatype's instances, `RedData` for a reduction's vector.
 impl Stage {
     /// The bytes `count` instances at `p` contribute (packed if not contiguous).
     pub fn input(
@@ -161,12 +95,7 @@ impl Stage {
             // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
             return unsafe { check::buffer(p, packed_len(t, count)?, arg) };
         }
-        let mut v = pack_vec(p, count, t, arg)?;
-        // SAFETY: the vector is kept in `self.bufs` (its heap block does not move) for
-        // as long as the stage, which outlives the collective.
-        let b = unsafe { UserBuf::new(v.as_mut_ptr(), v.len()) };
-        self.bufs.push(v);
-        Ok(b)
+        Ok(self.packed(pack_vec(p, count, t, arg)?))
     }
 
     /// Where `count` instances at `p` are received (a staging buffer if not contiguous).
@@ -182,265 +111,14 @@ impl Stage {
             return unsafe { check::buffer(p, packed_len(t, count)?, arg) };
         }
         check_base(p, count, t, arg)?;
-        let ty = lookup(t)?;
-        let mut v = vec![0u8; packed_len(t, count)?];
-        // SAFETY: as in `input`.
-        let b = unsafe { UserBuf::new(v.as_mut_ptr(), v.len()) };
-        self.unpacks
-            .push((self.bufs.len(), p as *mut c_void, count, ty, None));
-        self.bufs.push(v);
-        Ok(b)
+        // SAFETY: checked; the MPI caller keeps the buffer valid until the collective
+        // completes.
+        unsafe { self.unpacked(p, count, t) }
     }
-
-    /// As [`Stage::input`] for a datatype made of a padded pair type (`size` bytes of
-    /// data in an `extent`-byte element, e.g. MPI_DOUBLE_INT): the packed elements are
-    /// spread to their extent, the layout the predefined pair type has in memory, so
-    /// that every rank hands the engine the same bytes per element whichever datatype
-    /// it passed.
-    pub fn spread_input(
-        &mut self,
-        p: *const c_void,
-        count: usize,
-        t: &TypeInfo,
-        pair: Pair,
-        arg: &str,
-    ) -> MpiResult<UserBuf> {
-        let packed = pack_vec(p, count, t, arg)?;
-        let mut v = crate::op::spread_pairs(pair, &packed, packed.len() / pair.size)?;
-        // SAFETY: as in `input`.
-        let b = unsafe { UserBuf::new(v.as_mut_ptr(), v.len()) };
-        self.bufs.push(v);
-        Ok(b)
-    }
-
-    /// The output twin of [`Stage::spread_input`]: `finish` gathers the elements back
-    /// to packed form and unpacks them.
-    pub fn spread_output(
-        &mut self,
-        p: *mut c_void,
-        count: usize,
-        t: &TypeInfo,
-        pair: Pair,
-        arg: &str,
-    ) -> MpiResult<UserBuf> {
-        check_base(p, count, t, arg)?;
-        let ty = lookup(t)?;
-        let mut v = vec![0u8; packed_len(t, count)? / pair.size * pair.extent];
-        // SAFETY: as in `input`.
-        let b = unsafe { UserBuf::new(v.as_mut_ptr(), v.len()) };
-        self.unpacks
-            .push((self.bufs.len(), p, count, ty, Some(pair)));
-        self.bufs.push(v);
-        Ok(b)
-    }
-
-    /// Keeps a buffer alive for the duration of the collective.
-    pub fn keep(&mut self, v: Vec<u8>) {
-        self.bufs.push(v);
-    }
-
-    /// An image of `count` instances at `p`: a buffer laid out like the user's memory
-    /// from the type's lower bound (`count * extent` bytes), holding the type map's
-    /// bytes. User-defined operations index data this way.
-    pub fn image_input(
-        &mut self,
-        p: *const c_void,
-        count: usize,
-        t: &TypeInfo,
-        arg: &str,
-    ) -> MpiResult<UserBuf> {
-        let packed = pack_vec(p, count, t, arg)?;
-        let mut img = self.new_image(count, t)?;
-        if !packed.is_empty() {
-            let ty = lookup(t)?;
-            // SAFETY: the image holds `count` instances laid out from the lower bound
-            // (checked by new_image), so origin = image - lb addresses them.
-            unsafe {
-                crate::datatype::unpack(
-                    &ty,
-                    count,
-                    img.as_mut_ptr().wrapping_offset(-t.lb),
-                    &packed,
-                    0,
-                )
-            };
-        }
-        // SAFETY: kept in the stage for the collective's duration.
-        let b = unsafe { UserBuf::new(img.as_mut_ptr(), img.len()) };
-        self.bufs.push(img);
-        Ok(b)
-    }
-
-    /// An output image for `count` instances at `p`, copied back (type map bytes only)
-    /// by `finish`.
-    pub fn image_output(
-        &mut self,
-        p: *mut c_void,
-        count: usize,
-        t: &TypeInfo,
-        arg: &str,
-    ) -> MpiResult<UserBuf> {
-        check_base(p, count, t, arg)?;
-        let mut img = self.new_image(count, t)?;
-        // SAFETY: kept in the stage for the collective's duration.
-        let b = unsafe { UserBuf::new(img.as_mut_ptr(), img.len()) };
-        self.images
-            .push((self.bufs.len(), p, count, *t, lookup(t)?));
-        self.bufs.push(img);
-        Ok(b)
-    }
-
-    fn new_image(&self, count: usize, t: &TypeInfo) -> MpiResult<Vec<u8>> {
-        let ty = lookup(t)?;
-        let (lb, ext) = (ty.lb(), ty.extent());
-        if ty.true_lb() < lb || ty.true_lb() + ty.true_extent() as isize > lb + ext {
-            return Err(err(
-                MPI_ERR_TYPE,
-                format!(
-                    "datatype {:#x} has data outside its extent [lb, lb+extent); a user-defined operation cannot be applied to it in a collective",
-                    t.handle
-                ),
-            ));
-        }
-        let n = count
-            .checked_mul(t.extent)
-            .ok_or_else(|| err(MPI_ERR_COUNT, format!("count={count} x extent overflows")))?;
-        Ok(vec![0u8; n])
-    }
-
-    /// Unpacks every staged output into the user's buffers.
-    pub fn finish(self) -> MpiResult<()> {
-        for (i, p, count, ty, spread) in &self.unpacks {
-            match spread {
-                None => unpack_with(*p, *count, ty, &self.bufs[*i]),
-                Some(pair) => {
-                    let b = &self.bufs[*i];
-                    let packed = crate::op::gather_pairs(pair, b, b.len() / pair.extent)?;
-                    unpack_with(*p, *count, ty, &packed)
-                }
-            }
-        }
-        for (i, p, count, t, ty) in &self.images {
-            let mut packed = vec![0u8; packed_len(t, *count)?];
-            if !packed.is_empty() {
-                // SAFETY: the image holds `count` instances laid out from the lower bound.
-                unsafe {
-                    crate::datatype::pack(
-                        ty,
-                        *count,
-                        self.bufs[*i].as_ptr().wrapping_offset(-t.lb),
-                        &mut packed,
-                        0,
-                    )
-                };
-            }
-            unpack_with(*p, *count, ty, &packed);
-        }
-        Ok(())
-    }
-}
-
-/// Address `p` advanced by `bytes` (possibly negative), as the standard's displacement
-/// arithmetic does.
-pub fn offset(p: *const c_void, bytes: isize) -> *mut c_void {
-    (p as *const u8).wrapping_offset(bytes) as *mut c_void
-}
-
-/// How a reduction's data is laid out in the engine, decided once per call:
-/// - predefined datatype: the user's memory as it is (`count * extent` bytes; the
-///   kernels know the padded pair layouts);
-/// - derived datatype with a predefined op: its basic elements, packed and then laid
-///   out at the basic type's extent (which only a padded pair type such as
-///   MPI_DOUBLE_INT makes differ from its size), reduced with the basic type's kernel.
-///   So every rank gives the engine the same bytes, in the same units, whichever of
-///   the datatypes with that type signature it passed (MPI_DOUBLE with count 3n on one
-///   rank, a contiguous type of 3 MPI_DOUBLE with count n on another): the engine
-///   splits the vector into chunks and shares by those units, which must agree;
-/// - derived datatype with a user op: images of the memory layout (`count * extent`),
-///   which is what the user function indexes.
-pub struct RedData {
-    pub t: TypeInfo,
-    pub op: crate::op::OpRef,
-    /// The op handle the caller passed (for argument agreement).
-    pub op_handle: i32,
-    /// Bytes per instance in the engine.
-    pub unit: usize,
-    /// The engine's element (the unit of its chunks and shares): a predefined datatype,
-    /// its basic type (with a predefined op), or one instance (a user op).
-    pub elem: usize,
-    /// With a predefined op on a derived datatype: its basic type and the number of
-    /// basic elements per instance.
-    basic: Option<(&'static crate::datatype::predefined::Predef, usize)>,
-    mode: RedMode,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum RedMode {
-    Native,
-    Packed,
-    Image,
 }
 
 impl RedData {
-    pub fn new(datatype: i32, op: i32) -> MpiResult<RedData> {
-        let t = check::datatype(datatype, "datatype")?;
-        let o = crate::op::resolve(op)?;
-        let predefined = crate::datatype::predefined::lookup(datatype).is_some();
-        let mut basic = None;
-        let mode = match (&o, predefined) {
-            (crate::op::OpRef::Builtin(b), true) => {
-                crate::op::kernel_for(*b, datatype)?;
-                RedMode::Native
-            }
-            (crate::op::OpRef::Builtin(b), false) => {
-                if let Some((h, per)) = crate::op::reduce_basic(*b, datatype)? {
-                    basic = Some((crate::op::predefined_type(h)?, per));
-                }
-                RedMode::Packed
-            }
-            (crate::op::OpRef::User(_), true) => RedMode::Native,
-            (crate::op::OpRef::User(_), false) if t.contiguous => RedMode::Native,
-            (crate::op::OpRef::User(_), false) => RedMode::Image,
-        };
-        let (unit, elem) = match basic {
-            Some((p, per)) => (per * p.extent, p.extent),
-            None if mode == RedMode::Packed => (t.size, 1),
-            None => (t.extent, t.extent),
-        };
-        Ok(RedData {
-            t,
-            op: o,
-            op_handle: op,
-            unit,
-            elem,
-            basic,
-            mode,
-        })
-    }
-
-    /// Whether the engine may read the input straight from the receive buffer
-    /// (MPI_IN_PLACE without staging).
-    pub fn native(&self) -> bool {
-        self.mode == RedMode::Native
-    }
-
-    /// The basic pair type when the engine holds a derived datatype's elements laid
-    /// out as in memory (see [`Stage::spread_input`]).
-    fn spread(&self) -> Option<Pair> {
-        self.basic
-            .filter(|(p, _)| p.size != p.extent)
-            .map(|(p, _)| p)
-    }
-
-    pub fn bytes(&self, count: usize) -> MpiResult<usize> {
-        count.checked_mul(self.unit).ok_or_else(|| {
-            err(
-                MPI_ERR_COUNT,
-                format!("count={count} x {} bytes overflows", self.unit),
-            )
-        })
-    }
-
+    /// The bytes `count` instances at `p` contribute to the reduction.
     pub fn input(
         &self,
         st: &mut Stage,
@@ -452,13 +130,14 @@ impl RedData {
             // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
             RedMode::Native => unsafe { check::buffer(p, self.bytes(count)?, arg) },
             RedMode::Packed => match self.spread() {
-                Some(se) => st.spread_input(p, count, &self.t, se, arg),
+                Some(se) => st.spread(pack_vec(p, count, &self.t, arg)?, se),
                 None => st.input(p, count, &self.t, arg),
             },
-            RedMode::Image => st.image_input(p, count, &self.t, arg),
+            RedMode::Image => st.image(pack_vec(p, count, &self.t, arg)?, count, &self.t),
         }
     }
 
+    /// Where this process's part of the reduction's result is received.
     pub fn output(
         &self,
         st: &mut Stage,
@@ -470,83 +149,18 @@ impl RedData {
             // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
             RedMode::Native => unsafe { check::buffer(p, self.bytes(count)?, arg) },
             RedMode::Packed => match self.spread() {
-                Some(se) => st.spread_output(p, count, &self.t, se, arg),
+                Some(se) => {
+                    check_base(p, count, &self.t, arg)?;
+                    // SAFETY: as in `Stage::output`.
+                    unsafe { st.spread_output(p, count, &self.t, se) }
+                }
                 None => st.output(p, count, &self.t, arg),
             },
-            RedMode::Image => st.image_output(p, count, &self.t, arg),
-        }
-    }
-
-    /// The argument descriptor of a reduction of `count` instances (coll/agree.rs): a
-    /// predefined op and datatype are compared by handle, everything by byte count.
-    pub fn desc(&self, kind: &str, root: Option<usize>, count: usize) -> crate::coll::agree::Desc {
-        use crate::coll::agree::{kind_of, Desc, ANY};
-        let op = match &self.op {
-            crate::op::OpRef::Builtin(_) => self.op_handle as u32 as u64,
-            // A user op is not compared (its handle is the process's own), but the
-            // extent of the elements it is applied to is: the engine cuts the vector at
-            // whole elements, and processes cutting at different places would fold
-            // misaligned pieces (see `agree::user_op_word`).
-            crate::op::OpRef::User(_) => crate::coll::agree::user_op_word(self.t.extent),
-        };
-        let dtype = if crate::datatype::predefined::lookup(self.t.handle).is_some() {
-            self.t.handle as u32 as u64
-        } else {
-            ANY
-        };
-        Desc {
-            kind: kind_of(kind),
-            root: root.map_or(ANY, |r| r as u64),
-            op,
-            dtype,
-            bytes: (count as u64).wrapping_mul(self.t.size as u64),
-            extra: ANY,
-        }
-    }
-
-    /// The element-wise function the engine applies (`inout = in op inout`).
-    pub fn func(&self) -> impl Fn(&[u8], &mut [u8]) -> MpiResult<()> + Sync + '_ {
-        let dt = self.t.handle;
-        let unit = self.unit.max(1);
-        // Images start at the lower bound; a user function expects the buffer address.
-        let lb = if self.mode == RedMode::Image {
-            self.t.lb
-        } else {
-            0
-        };
-        // A predefined op on a derived datatype reduces its basic elements, as many as
-        // the engine hands over (a chunk need not hold whole instances).
-        let (dt, unit) = match self.basic {
-            Some((p, _)) => (p.handle, p.extent),
-            None => (dt, unit),
-        };
-        move |inv: &[u8], inout: &mut [u8]| {
-            crate::op::apply_image(&self.op, dt, inv, inout, inv.len() / unit, lb)
-        }
-    }
-
-    /// The engine's view of the operation, over `f` (from [`RedData::func`]).
-    pub fn reduction<'a>(
-        &self,
-        f: crate::coll::reduce::RedFn<'a>,
-    ) -> crate::coll::reduce::Reduction<'a> {
-        // The one-pass fold where the engine's bytes are predefined elements: a
-        // predefined datatype as it is, or a derived one packed into its basic type.
-        let multi = match (&self.op, self.mode, self.basic) {
-            (crate::op::OpRef::Builtin(b), RedMode::Native, _) => {
-                crate::datatype::predefined::lookup(self.t.handle)
-                    .and_then(|p| crate::op::predefined_multi(*b, p))
+            RedMode::Image => {
+                check_base(p, count, &self.t, arg)?;
+                // SAFETY: as in `Stage::output`.
+                unsafe { st.image_output(p, count, &self.t) }
             }
-            (crate::op::OpRef::Builtin(b), RedMode::Packed, Some((p, _))) => {
-                crate::op::predefined_multi(*b, p)
-            }
-            _ => None,
-        };
-        crate::coll::reduce::Reduction {
-            f,
-            commutative: crate::op::is_commutative(&self.op),
-            extent: self.elem,
-            multi,
         }
     }
 }

@@ -668,3 +668,91 @@ pub fn apply_image(
         _ => apply(op, dtype, inv, inout, count),
     }
 }
+
+/// MPI_Reduce_local of `n` elements of `datatype` (`inout = in op inout`), once the
+/// arguments are checked.
+///
+/// # Safety
+/// As the standard requires, `inbuf` and `inoutbuf` each hold `n` elements of
+/// `datatype`, are not NULL (when `n > 0`) nor MPI_IN_PLACE, and do not overlap.
+pub unsafe fn reduce_local(
+    o: &OpRef,
+    datatype: i32,
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    n: usize,
+) -> MpiResult<()> {
+    match o {
+        OpRef::Builtin(b) if predefined::lookup(datatype).is_none() => {
+            // A derived datatype: pack both buffers, reduce the packed data with the
+            // kernel of its basic type, unpack the result into inoutbuf.
+            let t = crate::datatype::lookup_arg(datatype, "datatype")?;
+            if reduce_basic(*b, datatype)?.is_none() || n == 0 {
+                return Ok(());
+            }
+            let bytes = crate::datatype::packed_size(&t, n).ok_or_else(|| {
+                err(
+                    MPI_ERR_COUNT,
+                    format!("count = {n} of datatype {datatype:#010x} overflows"),
+                )
+            })?;
+            let mut a = vec![0u8; bytes];
+            let mut b2 = vec![0u8; bytes];
+            // SAFETY: the standard requires inbuf and inoutbuf to hold `count` instances
+            // of `datatype`; both were checked non-NULL and not MPI_IN_PLACE above.
+            crate::datatype::pack(&t, n, inbuf as *const u8, &mut a, 0);
+            // SAFETY: as above.
+            crate::datatype::pack(&t, n, inoutbuf as *const u8, &mut b2, 0);
+            apply(o, datatype, &a, &mut b2, n)?;
+            // SAFETY: as above; inoutbuf is writable and `b2` is our own vector.
+            crate::datatype::unpack(&t, n, inoutbuf as *mut u8, &b2, 0);
+            Ok(())
+        }
+        OpRef::Builtin(b) => {
+            let p = predefined_type(datatype)?;
+            check_valid(*b, p)?;
+            let bytes = span(p, n).ok_or_else(|| {
+                err(
+                    MPI_ERR_COUNT,
+                    format!("count = {n} of {} overflows", p.name),
+                )
+            })?;
+            if bytes == 0 {
+                return Ok(());
+            }
+            // SAFETY: the standard requires inbuf and inoutbuf to hold `count` elements
+            // of `datatype`, i.e. at least `bytes` bytes; both were checked non-NULL
+            // and not MPI_IN_PLACE above. If they overlap the call is erroneous.
+            let a = std::slice::from_raw_parts(inbuf as *const u8, bytes);
+            // SAFETY: as above; inoutbuf is written through this one slice only.
+            let b = std::slice::from_raw_parts_mut(inoutbuf as *mut u8, bytes);
+            apply(o, datatype, a, b, n)
+        }
+        OpRef::User(u) => {
+            // valid and committed (the user function gets the handle itself)
+            crate::datatype::lookup_arg(datatype, "datatype")?;
+            if n == 0 {
+                return Ok(());
+            }
+            // In calls of at most `max_count` elements (INT_MAX for MPI_Op_create's
+            // functions; the elements are independent), `extent` bytes apart.
+            let ext = crate::datatype::info(datatype).map_or(0, |i| i.1);
+            let mut done = 0usize;
+            while done < n {
+                let k = (n - done).min(u.max_count());
+                let off = done * ext;
+                // SAFETY: a user op receives the caller's buffers as they are (the
+                // datatype may be derived: its layout is the user function's business);
+                // elements done..done + k lie `off` bytes on; `k <= max_count`.
+                u.call(
+                    (inbuf as *mut u8).wrapping_add(off) as *mut c_void,
+                    (inoutbuf as *mut u8).wrapping_add(off) as *mut c_void,
+                    k,
+                    datatype,
+                );
+                done += k;
+            }
+            Ok(())
+        }
+    }
+}

@@ -10,10 +10,10 @@ use crate::coll::agree::{kind_of, Desc};
 use crate::coll::direct::Kind;
 use crate::coll::nb::CollFuture;
 use crate::coll::reduce::{self, Part};
+use crate::coll::stage::{RedData, Stage};
 use crate::comm::Comm;
 use crate::error::{err, MpiError, MpiResult};
 use crate::ffi::check::{self, is_in_place};
-use crate::ffi::typed::{RedData, Stage};
 use crate::p2p::UserBuf;
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
@@ -386,19 +386,7 @@ fn reduce_now<C: check::CInt>(
         multi,
     };
     let part = Part { send, recv, lo, hi };
-    if kind == Kind::Rooted {
-        if let Some(r) = crate::coll::post::reduce_now(&c, total, &red, &part, desc) {
-            return Some(r);
-        }
-    }
-    let desc = desc();
-    // Pinned where it is made: moving the engine's future into `run` would copy its
-    // whole state (a large part of a small call).
-    let fut = std::pin::pin!(async {
-        c.coll.set_desc(desc);
-        reduce::reduce_vector(&c, total, &red, &part, kind).await
-    });
-    Some(crate::coll::run(&c, fut))
+    Some(reduce::reduce_blocking(&c, total, &red, &part, kind, desc))
 }
 
 /// The agreement word of a reduce-scatter's counts (which must be identical everywhere).

@@ -7,16 +7,16 @@
 //! channel member (coll/gather.rs), which for an intercommunicator maps remote rank k to
 //! the remote group's channel positions.
 use super::coll::Plan;
-use super::coll_inter::{role, Role};
 use crate::abi::*;
 use crate::coll::agree::{self, Arg, Desc, FlowEnd, Flows};
 use crate::coll::gather::{self, Piece};
+use crate::coll::inter::Role;
 use crate::coll::nb::CollFuture;
-use crate::coll::Chan;
+use crate::coll::stage::Stage;
 use crate::comm::Comm;
 use crate::error::{err, MpiResult};
 use crate::ffi::check::{self, is_in_place, TypeInfo};
-use crate::ffi::typed::{offset, Stage};
+use crate::ffi::typed::offset;
 use crate::p2p::UserBuf;
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
@@ -303,7 +303,7 @@ fn bcast_plan<C: check::CInt>(
     let mut st = Stage::default();
     let cc = c.clone();
     if c.is_inter() {
-        let r = role(&c, root)?;
+        let r = check::inter_root(&c, root)?;
         let (buf, is_root, receive) = match r {
             Role::Root => (
                 st.input(
@@ -330,17 +330,7 @@ fn bcast_plan<C: check::CInt>(
         return Ok((
             c,
             Box::pin(async move {
-                let ch = Chan::open(&cc).await?;
-                let root_chan = find_root(&ch, is_root).await?;
-                if let Role::Peer(r) = r {
-                    if cc.chan_of_remote(r) != root_chan {
-                        return Err(err(
-                            MPI_ERR_ROOT,
-                            format!("root={r} is not the remote process that passed MPI_ROOT"),
-                        ));
-                    }
-                }
-                crate::coll::bcast::bcast_inter(&cc, buf, root_chan, receive).await?;
+                crate::coll::inter::bcast(&cc, r, buf, is_root, receive).await?;
                 st.finish()
             }),
         ));
@@ -394,15 +384,7 @@ fn bcast_now<C: check::CInt>(
     // (`bytes` bytes, contiguous); checked non-NULL and not MPI_IN_PLACE.
     let b = unsafe { UserBuf::new(buffer as *mut u8, bytes) };
     let desc = || bcast_desc(datatype, Some(p), p.size, count as usize, root);
-    if let Some(r) = crate::coll::post::bcast_now(&c, &b, root, desc) {
-        return Some(r);
-    }
-    let desc = desc();
-    let fut = std::pin::pin!(async {
-        c.coll.set_desc(desc);
-        crate::coll::bcast::bcast(&c, b, root).await
-    });
-    Some(crate::coll::run(&c, fut))
+    Some(crate::coll::bcast::bcast_blocking(&c, b, root, desc))
 }
 
 /// MPI_Bcast's agreement descriptor: count and type signature must agree on every rank
@@ -431,15 +413,6 @@ crate::coll_entry!(MPI_Bcast, PMPI_Bcast, MPI_Ibcast, PMPI_Ibcast, MPI_Bcast_ini
 crate::coll_entry!(MPI_Bcast_c, PMPI_Bcast_c, MPI_Ibcast_c, PMPI_Ibcast_c, MPI_Bcast_init_c, PMPI_Bcast_init_c, bcast_plan, comm, now = bcast_now,
     (buffer: *mut c_void, count: i64, datatype: i32, root: c_int, comm: i32));
 
-/// Finds the channel index of the process that passed MPI_ROOT (one step).
-pub async fn find_root(ch: &Chan<'_>, me_root: bool) -> MpiResult<usize> {
-    ch.put_args(&[me_root as u64]);
-    ch.step().await?;
-    (0..ch.n)
-        .find(|&i| ch.peer_args(i, 0) == 1)
-        .ok_or_else(|| err(MPI_ERR_ROOT, "no process passed root=MPI_ROOT"))
-}
-
 // ---------------------------------------------------------------- Gather(v), Allgather(v)
 
 /// Gather-like: `recv` (if this process receives) per peer; `send` this process's piece.
@@ -458,7 +431,7 @@ fn gather_like<C: check::CInt>(
     if c.is_inter() {
         // Rooted: the root receives from the remote group; allgather: everyone does.
         let (sends, receives) = match root {
-            Some(r) => match role(c, r)? {
+            Some(r) => match check::inter_root(c, r)? {
                 Role::Root => (false, true),
                 Role::Idle => (false, false),
                 Role::Peer(_) => (true, false),
@@ -758,7 +731,7 @@ fn scatter_like<C: check::CInt>(
     let n = c.chan_members.len();
     let mut st = Stage::default();
     if c.is_inter() {
-        let r = role(c, root)?;
+        let r = check::inter_root(c, root)?;
         let sv = match (&r, &send) {
             (Role::Root, Some(side)) => stage_side(
                 &mut st,
@@ -793,9 +766,7 @@ fn scatter_like<C: check::CInt>(
         return Ok((
             c.clone(),
             Box::pin(async move {
-                let ch = Chan::open(&cc).await?;
-                let root_chan = find_root(&ch, is_root).await?;
-                gather::scatter(&cc, root_chan, &sv, rv, true).await?;
+                crate::coll::inter::scatter(&cc, is_root, &sv, rv).await?;
                 st.finish()
             }),
         ));
