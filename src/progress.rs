@@ -105,20 +105,28 @@ pub fn abandon(e: MpiError) {
 /// `Err` with the wake mark it [`waits_for`], `ANY` if it did not say. Abandonment is
 /// looked at only in the slow phase of a wait (shm/wait.rs `in_slow_wait`), where the
 /// operations look for it.
+#[inline]
 pub fn poll_once<T>(
     fut: Pin<&mut (impl Future<Output = MpiResult<T>> + ?Sized)>,
     cx: &mut Context<'_>,
 ) -> Result<MpiResult<T>, u64> {
+    // WANT is ANY between polls: a poll takes what it holds.
     let slow = crate::shm::wait::in_slow_wait();
-    WANT.set(ANY);
     if slow {
         ABANDONED.take();
     }
     match fut.poll(cx) {
-        Poll::Ready(v) => Ok(v),
+        Poll::Ready(v) => {
+            // (a part of it may have said what it waits for before another completed)
+            WANT.set(ANY);
+            Ok(v)
+        }
         Poll::Pending => match if slow { ABANDONED.take() } else { None } {
-            Some(e) => Ok(Err(e)),
-            None => Err(WANT.get()),
+            Some(e) => {
+                WANT.set(ANY);
+                Ok(Err(e))
+            }
+            None => Err(WANT.replace(ANY)),
         },
     }
 }
