@@ -293,10 +293,6 @@ fn upper_first(s: &str) -> String {
     }
 }
 
-pub fn enabled() -> bool {
-    crate::settings::job().check_args
-}
-
 /// Packs the five logical words into three for the counter's cache line:
 /// [kind<<48|root, op(32)<<32|dtype(32), extra(20)<<44|bytes(44)]; an all-ones field
 /// means "not compared".
