@@ -1,6 +1,7 @@
 //! shmpi: a drop-in MPI library whose ranks are processes on one machine that talk
 //! through shared memory. The module list, nothing else.
 pub mod abi;
+pub mod args;
 pub mod attr;
 pub mod coll;
 pub mod comm;

@@ -9,6 +9,7 @@ use crate::abi::*;
 use crate::comm::Comm;
 use crate::error::{err, MpiResult};
 use crate::p2p::UserBuf;
+use std::os::raw::c_int;
 
 /// The role of this process in a rooted intercommunicator collective.
 #[derive(Clone, Copy)]
@@ -207,4 +208,19 @@ pub async fn scatter(
     let ch = Chan::open(c).await?;
     let root_chan = find_root(&ch, is_root).await?;
     super::gather::scatter(c, root_chan, send, recv, true).await
+}
+
+/// The root argument of a rooted intercommunicator collective: MPI_ROOT, MPI_PROC_NULL
+/// or a rank of the remote group.
+pub fn inter_root(c: &Comm, root: c_int) -> MpiResult<Role> {
+    use Role;
+    match root {
+        MPI_ROOT => Ok(Role::Root),
+        MPI_PROC_NULL => Ok(Role::Idle),
+        r if r >= 0 && (r as usize) < c.peer_size() => Ok(Role::Peer(r as usize)),
+        r => Err(err(
+            MPI_ERR_ROOT,
+            format!("root={r} is neither MPI_ROOT, MPI_PROC_NULL nor a rank of the remote group (size {})", c.peer_size()),
+        )),
+    }
 }

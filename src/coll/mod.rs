@@ -29,6 +29,7 @@ pub mod direct;
 pub mod gather;
 pub mod inter;
 pub mod nb;
+pub mod plan;
 pub mod post;
 pub mod reduce;
 pub mod ring;

@@ -1,44 +1,12 @@
 //! A user buffer of `count` instances of a datatype, checked and turned into what the
 //! engine moves (coll/stage.rs stages collectives' buffers; p2p's messages are sent
 //! from and received into them).
-use crate::abi::*;
 use crate::coll::stage::{self, packed_len, RedData, RedMode, Stage};
-use crate::error::{err, MpiResult};
-use crate::ffi::check::{self, TypeInfo};
+use crate::error::MpiResult;
+use crate::ffi::check::{self, check_base, TypeInfo};
 use crate::p2p::buf::Unpack;
 use crate::p2p::{RecvInto, SendData, UserBuf};
 use std::os::raw::c_void;
-
-/// Derived types may address absolute memory (MPI_BOTTOM, i.e. NULL); predefined ones
-/// may not.
-pub fn check_base(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<()> {
-    if check::is_in_place(p) {
-        return Err(err(
-            MPI_ERR_BUFFER,
-            format!("{arg} is MPI_IN_PLACE, which this call does not allow here"),
-        ));
-    }
-    if p.is_null() && count > 0 && t.size > 0 {
-        // NULL is MPI_BOTTOM: legal only with a derived datatype whose displacements are
-        // absolute addresses (which never point into the first page).
-        if crate::datatype::predefined::lookup(t.handle).is_some() {
-            return Err(err(
-                MPI_ERR_BUFFER,
-                format!("{arg} is NULL but holds {count} elements"),
-            ));
-        }
-        if t.true_lb < 4096 {
-            return Err(err(
-                MPI_ERR_BUFFER,
-                format!(
-                    "{arg} is NULL (MPI_BOTTOM) but datatype {:#x} starts at displacement {}, not at an absolute address",
-                    t.handle, t.true_lb
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
 
 /// Packs `count` instances at `p` into a new vector.
 pub fn pack_vec(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<Vec<u8>> {
@@ -72,12 +40,6 @@ pub fn recv_into(p: *mut c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiRe
     Ok(RecvInto::Typed(Box::new(unsafe {
         Unpack::new(ty, count, p as *mut u8)
     })))
-}
-
-/// Address `p` advanced by `bytes` (possibly negative), as the standard's displacement
-/// arithmetic does.
-pub fn offset(p: *const c_void, bytes: isize) -> *mut c_void {
-    (p as *const u8).wrapping_offset(bytes) as *mut c_void
 }
 
 // The buffer arguments of a collective, checked and staged: `Stage` for one

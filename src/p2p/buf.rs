@@ -5,6 +5,9 @@
 //! - `UserBuf`, the raw pointer and length of a buffer the program lent to an operation
 //!   that may complete later (no lifetime can say "until the request completes"), and
 //!   its streaming copy; `Unpack`'s origin, unpacked into when a receive completes.
+use crate::abi::MPI_ERR_BUFFER;
+use crate::error::{err, MpiResult};
+use std::os::raw::c_void;
 use std::ptr;
 
 /// A contiguous user buffer: `len` bytes at `ptr`.
@@ -219,6 +222,46 @@ impl Unpack {
                 crate::datatype::unpack(&self.ty, self.count, self.origin, &self.tmp[..n], 0)
             };
         }
+    }
+}
+
+/// A buffer argument of `bytes` bytes: NULL is only allowed when empty; MPI_IN_PLACE is
+/// rejected (call `is_in_place` first where it is allowed).
+///
+/// # Safety
+/// Unless NULL, `p` must be valid for reads (and for writes, if the operation writes
+/// the buffer) of `bytes` bytes until the operation completes (`UserBuf::new`).
+pub unsafe fn buffer(p: *const c_void, bytes: usize, arg: &str) -> MpiResult<UserBuf> {
+    if crate::args::is_in_place(p) {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("{arg} is MPI_IN_PLACE, which this call does not allow here"),
+        ));
+    }
+    if p.is_null() && bytes > 0 {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("{arg} is NULL but holds {bytes} bytes"),
+        ));
+    }
+    // SAFETY: `p` is non-NULL or `bytes` is 0; this function's contract gives the rest.
+    Ok(unsafe { UserBuf::new(p as *mut u8, bytes) })
+}
+
+/// Two buffers of one call must not overlap (MPI's aliasing rule).
+pub fn no_alias(a: &UserBuf, b: &UserBuf, what: &str) -> MpiResult<()> {
+    if a.is_empty() || b.is_empty() {
+        return Ok(());
+    }
+    let (a0, a1) = (a.addr(), a.addr() + a.len());
+    let (b0, b1) = (b.addr(), b.addr() + b.len());
+    if a0 < b1 && b0 < a1 {
+        Err(err(
+            MPI_ERR_BUFFER,
+            format!("{what}: the buffers overlap (sendbuf and recvbuf alias; use MPI_IN_PLACE)"),
+        ))
+    } else {
+        Ok(())
     }
 }
 

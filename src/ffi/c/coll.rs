@@ -12,56 +12,16 @@ use crate::coll::nb::CollFuture;
 use crate::coll::reduce::{self, Part};
 use crate::coll::stage::{RedData, Stage};
 use crate::comm::Comm;
-use crate::error::{err, MpiError, MpiResult};
+use crate::error::{err, MpiResult};
 use crate::ffi::check::{self, is_in_place};
 use crate::p2p::UserBuf;
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
 
 use super::coll_inter;
-
-/// What a plan hands to the runner: the communicator and the collective's body.
-pub type Plan = MpiResult<(Arc<Comm>, CollFuture)>;
-
-/// Adds an argument-agreement descriptor to a plan: published with its first step.
-pub fn with_desc(p: Plan, desc: Desc) -> Plan {
-    let (c, f) = p?;
-    let cc = c.clone();
-    Ok((
-        c,
-        Box::pin(async move {
-            cc.coll.set_desc(desc);
-            f.await
-        }),
-    ))
-}
-
-/// Adds a data-movement collective's descriptor and flows (coll/agree.rs) to a plan.
-pub fn with_flows(p: Plan, desc: Desc, flows: Option<Box<crate::coll::agree::Flows>>) -> Plan {
-    let (c, f) = p?;
-    let cc = c.clone();
-    Ok((
-        c,
-        Box::pin(async move {
-            cc.coll.set_desc_flows(desc, flows);
-            f.await
-        }),
-    ))
-}
-
-/// The descriptor of a data-movement collective: kind and (for rooted ones) root.
-pub fn move_desc(kind: &str, root: Option<c_int>) -> Desc {
-    Desc {
-        root: root.map_or(crate::coll::agree::ANY, |r| r as u32 as u64),
-        ..Desc::kind(kind_of(kind))
-    }
-}
-
-/// Runs a plan in place (the blocking call).
-pub fn run_plan(p: Plan) -> MpiResult<()> {
-    let (c, f) = p?;
-    crate::coll::run(&c, f)
-}
+pub use crate::coll::plan::{
+    intra, move_desc, run_plan, start_plan_id, with_desc, with_flows, Plan,
+};
 
 /// Starts a plan as a nonblocking collective and returns its request handle.
 pub fn start_plan(name: &'static str, p: Plan, request: *mut i32) -> MpiResult<()> {
@@ -71,19 +31,6 @@ pub fn start_plan(name: &'static str, p: Plan, request: *mut i32) -> MpiResult<(
     let id = start_plan_id(name, p)?;
     // SAFETY: `request`: passed on from the entry point, valid as the MPI caller must pass it.
     unsafe { check::out(request, super::p2p::req_handle(id), "request") }
-}
-
-/// Starts a plan as a nonblocking collective; returns the engine request id.
-pub fn start_plan_id(name: &'static str, p: Plan) -> MpiResult<usize> {
-    let (c, f) = p?;
-    let t = crate::coll::ticket(&c);
-    let cc = c.clone();
-    let fut: CollFuture = Box::pin(async move {
-        let _turn = crate::coll::turn(&cc, t).await;
-        f.await
-            .map_err(|e| MpiError::new(e.class, format!("{name}: {}", e.msg)))
-    });
-    crate::coll::nb::start(&c, fut)
 }
 
 /// Creates a persistent collective request (MPI_*_init) running `make`'s plan at each
@@ -147,18 +94,6 @@ macro_rules! coll_entry {
             $crate::ffi::c::coll::init_plan(stringify!($init), $ec, info, make, request)
         });
     };
-}
-
-/// An intracommunicator argument (the intercommunicator forms dispatch earlier).
-pub fn intra(comm: i32) -> MpiResult<Arc<Comm>> {
-    let c = check::comm(comm)?;
-    if c.is_inter() {
-        return Err(err(
-            MPI_ERR_COMM,
-            "this operation is defined on intracommunicators only",
-        ));
-    }
-    Ok(c)
 }
 
 fn barrier_plan(comm: i32) -> Plan {

@@ -18,7 +18,7 @@ pub fn reduce(
     op: i32,
     root: c_int,
 ) -> Plan {
-    let role = check::inter_root(c, root)?;
+    let role = crate::coll::inter::inter_root(c, root)?;
     let mut st = Stage::default();
     // Arguments are checked now; the root discovery and length agreement are steps.
     let (mine, rd, buf) = match role {

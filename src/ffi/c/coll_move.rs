@@ -8,6 +8,7 @@
 //! the remote group's channel positions.
 use super::coll::Plan;
 use crate::abi::*;
+use crate::args::offset;
 use crate::coll::agree::{self, Arg, Desc, FlowEnd, Flows};
 use crate::coll::gather::{self, Piece};
 use crate::coll::inter::Role;
@@ -16,7 +17,6 @@ use crate::coll::stage::Stage;
 use crate::comm::Comm;
 use crate::error::{err, MpiResult};
 use crate::ffi::check::{self, is_in_place, TypeInfo};
-use crate::ffi::typed::offset;
 use crate::p2p::UserBuf;
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
@@ -303,7 +303,7 @@ fn bcast_plan<C: check::CInt>(
     let mut st = Stage::default();
     let cc = c.clone();
     if c.is_inter() {
-        let r = check::inter_root(&c, root)?;
+        let r = crate::coll::inter::inter_root(&c, root)?;
         let (buf, is_root, receive) = match r {
             Role::Root => (
                 st.input(
@@ -431,7 +431,7 @@ fn gather_like<C: check::CInt>(
     if c.is_inter() {
         // Rooted: the root receives from the remote group; allgather: everyone does.
         let (sends, receives) = match root {
-            Some(r) => match check::inter_root(c, r)? {
+            Some(r) => match crate::coll::inter::inter_root(c, r)? {
                 Role::Root => (false, true),
                 Role::Idle => (false, false),
                 Role::Peer(_) => (true, false),
@@ -731,7 +731,7 @@ fn scatter_like<C: check::CInt>(
     let n = c.chan_members.len();
     let mut st = Stage::default();
     if c.is_inter() {
-        let r = check::inter_root(c, root)?;
+        let r = crate::coll::inter::inter_root(c, root)?;
         let sv = match (&r, &send) {
             (Role::Root, Some(side)) => stage_side(
                 &mut st,

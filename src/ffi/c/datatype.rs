@@ -727,7 +727,7 @@ fn pack_at(
     let t = datatype::lookup_arg(datatype, "datatype")?;
     let bytes = packed_bytes(&t, n, incount)?;
     let pos = window(pos, bytes, outsize, "outsize", "packed")?;
-    crate::ffi::typed::check_base(inbuf, n, &check::datatype(datatype, "datatype")?, "inbuf")?;
+    check::check_base(inbuf, n, &check::datatype(datatype, "datatype")?, "inbuf")?;
     if check::is_in_place(outbuf) {
         return Err(err(MPI_ERR_BUFFER, "outbuf is MPI_IN_PLACE"));
     }
@@ -758,7 +758,7 @@ fn unpack_at(
     let t = datatype::lookup_arg(datatype, "datatype")?;
     let bytes = packed_bytes(&t, n, outcount)?;
     let pos = window(pos, bytes, insize, "insize", "packed")?;
-    crate::ffi::typed::check_base(outbuf, n, &check::datatype(datatype, "datatype")?, "outbuf")?;
+    check::check_base(outbuf, n, &check::datatype(datatype, "datatype")?, "outbuf")?;
     if check::is_in_place(inbuf) {
         return Err(err(MPI_ERR_BUFFER, "inbuf is MPI_IN_PLACE"));
     }
@@ -872,7 +872,7 @@ fn pack_external_at(
     let t = datatype::lookup_arg(datatype, "datatype")?;
     let ext = datatype::external::size(&t, n)?;
     let pos = window(pos, ext, outsize, "outsize", "external32")?;
-    crate::ffi::typed::check_base(inbuf, n, &check::datatype(datatype, "datatype")?, "inbuf")?;
+    check::check_base(inbuf, n, &check::datatype(datatype, "datatype")?, "inbuf")?;
     if check::is_in_place(outbuf) {
         return Err(err(MPI_ERR_BUFFER, "outbuf is MPI_IN_PLACE"));
     }
@@ -905,7 +905,7 @@ fn unpack_external_at(
     let t = datatype::lookup_arg(datatype, "datatype")?;
     let ext = datatype::external::size(&t, n)?;
     let pos = window(pos, ext, insize, "insize", "external32")?;
-    crate::ffi::typed::check_base(outbuf, n, &check::datatype(datatype, "datatype")?, "outbuf")?;
+    check::check_base(outbuf, n, &check::datatype(datatype, "datatype")?, "outbuf")?;
     if check::is_in_place(inbuf) {
         return Err(err(MPI_ERR_BUFFER, "inbuf is MPI_IN_PLACE"));
     }
