@@ -1,7 +1,8 @@
 //! Build script of the Fortran binding. Everything is generated from two tables:
 //!
-//! - `fortran/functions.tsv` (one line per Fortran routine) -> `OUT_DIR/exports.rs`: the
-//!   wrappers and their eight exported names each;
+//! - `fortran/functions.tsv` (one line per Fortran routine, written by api/gen.py from the
+//!   standard's API table) -> `OUT_DIR/exports.rs`: the wrappers and their eight
+//!   exported names each;
 //! - `abi/mpich-abi-fortran.tsv` (every mpif.h PARAMETER and COMMON block) ->
 //!   `OUT_DIR/abi_consts.rs` (the same values and the COMMON blocks for Rust),
 //!   `target/generated/mpif.h` and `target/generated/mpi.f90` (installed by the Makefile;

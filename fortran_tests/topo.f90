@@ -5,7 +5,8 @@
 ! GRAPH_CREATE / GRAPH_NEIGHBORS_COUNT / GRAPH_NEIGHBORS,
 ! DIST_GRAPH_CREATE_ADJACENT with weights and with MPI_UNWEIGHTED,
 ! DIST_GRAPH_NEIGHBORS_COUNT (LOGICAL weighted) / DIST_GRAPH_NEIGHBORS,
-! NEIGHBOR_ALLGATHER / INEIGHBOR_ALLTOALL on a ring.
+! NEIGHBOR_ALLGATHER / INEIGHBOR_ALLTOALL on a ring, and the persistent
+! NEIGHBOR_*_INIT forms started twice each.
 program topo
   use mpi
   implicit none
@@ -14,7 +15,11 @@ program topo
   logical :: periods(2), gperiods(2), remain(2), weighted
   integer :: g, cnt, nb(2), idx(64), edges(128), dg, indeg, outdeg
   integer :: srcs(2), dsts(2), sw(2), dw(2), gs(2), gd(2), gsw(2), gdw(2)
-  integer :: ring, nreq, nsend(2), nrecv(2)
+  integer :: ring, nreq, nsend(2), nrecv(2), pr(5), cnts(2), dsp(2), tys(2)
+  ! (the buffers of the persistent requests: read and written by MPI_START and MPI_WAIT,
+  ! which do not name them)
+  integer, volatile :: pk, psend(2), precv(2)
+  integer(kind=MPI_ADDRESS_KIND) :: wdsp(2)
 
   nfail = 0
   call MPI_INIT(ierr)
@@ -146,6 +151,39 @@ program topo
   call MPI_WAIT(nreq, MPI_STATUS_IGNORE, ierr)
   call expect(ierr == MPI_SUCCESS .and. nrecv(1) == 10 * mod(rank - 1 + np, np) + 1 .and. &
               nrecv(2) == 10 * mod(rank + 1, np), 'ineighbor_alltoall')
+  ! the persistent forms: each MPI_START runs the exchange again with the new data
+  cnts = 1
+  dsp = (/ 0, 1 /)
+  wdsp = (/ 0_MPI_ADDRESS_KIND, 4_MPI_ADDRESS_KIND /)
+  tys = MPI_INTEGER
+  call MPI_NEIGHBOR_ALLGATHER_INIT(pk, 1, MPI_INTEGER, precv, 1, MPI_INTEGER, ring, MPI_INFO_NULL, pr(1), ierr)
+  call MPI_NEIGHBOR_ALLGATHERV_INIT(pk, 1, MPI_INTEGER, precv, cnts, dsp, MPI_INTEGER, ring, MPI_INFO_NULL, &
+                                    pr(2), ierr)
+  call MPI_NEIGHBOR_ALLTOALL_INIT(psend, 1, MPI_INTEGER, precv, 1, MPI_INTEGER, ring, MPI_INFO_NULL, pr(3), ierr)
+  call MPI_NEIGHBOR_ALLTOALLV_INIT(psend, cnts, dsp, MPI_INTEGER, precv, cnts, dsp, MPI_INTEGER, ring, &
+                                   MPI_INFO_NULL, pr(4), ierr)
+  call MPI_NEIGHBOR_ALLTOALLW_INIT(psend, cnts, wdsp, tys, precv, cnts, wdsp, tys, ring, MPI_INFO_NULL, &
+                                   pr(5), ierr)
+  call expect(ierr == MPI_SUCCESS, 'neighbor _init')
+  do t = 1, 2
+    do i = 1, 5
+      pk = 100 * t + rank
+      psend = (/ 100 * t + 10 * rank, 100 * t + 10 * rank + 1 /)
+      precv = -1
+      call MPI_START(pr(i), ierr)
+      call MPI_WAIT(pr(i), MPI_STATUS_IGNORE, ierr)
+      if (i <= 2) then
+        call expect(ierr == MPI_SUCCESS .and. precv(1) == 100 * t + mod(rank - 1 + np, np) .and. &
+                    precv(2) == 100 * t + mod(rank + 1, np), 'neighbor_allgather(v)_init')
+      else
+        call expect(ierr == MPI_SUCCESS .and. precv(1) == 100 * t + 10 * mod(rank - 1 + np, np) + 1 .and. &
+                    precv(2) == 100 * t + 10 * mod(rank + 1, np), 'neighbor_alltoall(v,w)_init')
+      end if
+    end do
+  end do
+  do i = 1, 5
+    call MPI_REQUEST_FREE(pr(i), ierr)
+  end do
   call MPI_COMM_FREE(ring, ierr)
 
   call MPI_ALLREDUCE(nfail, k, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
