@@ -105,7 +105,7 @@ pub fn abandon(e: MpiError) {
 /// `Err` with the wake mark it [`waits_for`], `ANY` if it did not say. Abandonment is
 /// looked at only in the slow phase of a wait (shm/wait.rs `in_slow_wait`), where the
 /// operations look for it.
-#[inline]
+#[inline(always)]
 pub fn poll_once<T>(
     fut: Pin<&mut (impl Future<Output = MpiResult<T>> + ?Sized)>,
     cx: &mut Context<'_>,

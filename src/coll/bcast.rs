@@ -95,6 +95,7 @@ pub async fn bcast_inter(comm: &Comm, buf: UserBuf, root: usize, receive: bool) 
 
 /// The blocking MPI_Bcast over an intracommunicator, with the descriptor `desc` makes:
 /// in a posted step when it applies (coll/post.rs), else the broadcast run in place.
+#[inline]
 pub fn bcast_blocking(
     c: &Comm,
     b: UserBuf,

@@ -373,6 +373,7 @@ impl ChanCtl {
     /// Member `me` arrives at step `s` without waiting, with `desc` in its post entry
     /// for `s` (where the caller put its payload too). Only once [`ChanCtl::room`]
     /// allowed it.
+    #[inline]
     pub fn arrive_posted<S: Shared + ?Sized>(
         &self,
         sh: &S,
@@ -394,6 +395,7 @@ impl ChanCtl {
     /// receiver of a posted step looks at the sender's post entry first (one cache line
     /// holds the step, the descriptor and a small payload), then at its counter (a member
     /// that disagrees may have arrived in an ordinary step).
+    #[inline]
     pub fn arrived_posted<S: Shared + ?Sized>(
         &self,
         sh: &S,
