@@ -16,7 +16,7 @@ use super::inter::Role;
 use super::plan::Plan;
 use super::stage::Stage;
 use super::Chan;
-use crate::args::{count as count_arg, datatype as datatype_arg, is_in_place};
+use crate::args::{count as count_arg, datatype as datatype_arg};
 use crate::comm::Comm;
 use crate::error::MpiResult;
 use crate::p2p::UserBuf;
@@ -105,6 +105,7 @@ pub async fn bcast_inter(comm: &Comm, buf: UserBuf, root: usize, receive: bool) 
 
 /// The blocking MPI_Bcast over an intracommunicator, with the descriptor `desc` makes:
 /// in a posted step when it applies (coll/post.rs), else the broadcast run in place.
+#[inline]
 pub fn bcast_blocking(
     c: &Comm,
     b: UserBuf,
@@ -192,15 +193,21 @@ pub unsafe fn now(
     root: c_int,
     comm: i32,
 ) -> Option<MpiResult<()>> {
-    if count <= 0 || buffer.is_null() || crate::runtime::state() != crate::runtime::INITIALIZED {
+    // (NULL and MPI_IN_PLACE, the addresses 0 and -1, in one comparison)
+    let no_buffer = (buffer as usize).wrapping_add(1) <= 1;
+    if count <= 0 || no_buffer || crate::runtime::state() != crate::runtime::INITIALIZED {
         return None;
     }
     let p = crate::datatype::predefined::lookup(datatype)?;
-    if p.size != p.extent || p.true_extent != p.size || is_in_place(buffer) {
+    if p.size != p.extent || p.true_extent != p.size {
         return None;
     }
     let c = crate::comm::get(comm).ok()?;
-    let root = usize::try_from(root).ok().filter(|&r| r < c.size())?;
+    // (a negative root becomes an index past any communicator's size)
+    let root = root as u32 as usize;
+    if root >= c.size() {
+        return None;
+    }
     if c.is_inter() {
         return None;
     }

@@ -62,22 +62,22 @@ macro_rules! both {
     };
     (@one $count:ty, $ec:ident, [$m:ident $pm:ident $i:ident $pi:ident $s:ident $ps:ident],
         $params:tt, ($($a:ident : $t:ty),*) => $plan:expr $(; $nk:ident => $now:expr)?) => {
-            #[allow(dead_code)]
-            type Count = $count;
-            #[allow(dead_code)]
-            type Disp = $count;
-            // (`.into()` widens an `int` count; a `_c` one is i64 already)
-            #[allow(clippy::useless_conversion)]
-            fn plan($($a: $t),*) -> Plan {
-                // SAFETY: the entry point's buffers, valid as the MPI caller must pass them.
-                unsafe { $plan }
-            }
-            $(#[allow(clippy::useless_conversion)]
-            fn now $params -> Option<MpiResult<()>> {
-                // SAFETY: as for `plan`.
-                unsafe { $now }
-            })?
-            crate::coll_entry!($m, $pm, $i, $pi, $s, $ps, plan, $ec, $($nk = now,)? ($($a: $t),*));
+        #[allow(dead_code)]
+        type Count = $count;
+        #[allow(dead_code)]
+        type Disp = $count;
+        // (`.into()` widens an `int` count; a `_c` one is i64 already)
+        #[allow(clippy::useless_conversion)]
+        fn plan($($a: $t),*) -> Plan {
+            // SAFETY: the entry point's buffers, valid as the MPI caller must pass them.
+            unsafe { $plan }
+        }
+        $(#[allow(clippy::useless_conversion)]
+        fn now $params -> Option<MpiResult<()>> {
+            // SAFETY: as for `plan`.
+            unsafe { $now }
+        })?
+        crate::coll_entry!($m, $pm, $i, $pi, $s, $ps, plan, $ec, $($nk = now,)? ($($a: $t),*));
     };
 }
 

@@ -59,29 +59,29 @@ macro_rules! neighbor_entries {
     };
     (@one $count:ty, [$mpi:ident $pmpi:ident $impi:ident $ipmpi:ident $init:ident $pinit:ident],
         ($($a:ident : $t:ty),*), $comm:ident => $form:expr) => {
-            #[allow(dead_code)]
-            type Count = $count;
-            #[allow(dead_code)]
-            type Disp = $count;
-            // (`.into()` widens an `int` count; a `_c` one is i64 already)
-            #[allow(clippy::useless_conversion)]
-            fn form($($a: $t,)* $comm: i32) -> MpiResult<Exchange> {
-                // SAFETY: the entry point's buffers, valid as the MPI caller must pass them.
-                unsafe { $form }
-            }
-            crate::mpi_entry!($mpi, $pmpi, ($($a: $t,)* $comm: i32), errcomm = $comm, {
-                neighbor::run(stringify!($mpi), form($($a,)* $comm)?)
-            });
-            crate::mpi_entry!($impi, $ipmpi, ($($a: $t,)* $comm: i32, request: *mut i32), errcomm = $comm, {
-                start(stringify!($impi), form($($a,)* $comm)?, request)
-            });
-            crate::mpi_entry!($init, $pinit, ($($a: $t,)* $comm: i32, info: i32, request: *mut i32), errcomm = $comm, {
-                let args = crate::ffi::c::persist::Captured(($($a,)*));
-                init(stringify!($init), move |on: i32| {
-                    let ($($a,)*) = args.get();
-                    form($($a,)* on)
-                }, $comm, info, request)
-            });
+        #[allow(dead_code)]
+        type Count = $count;
+        #[allow(dead_code)]
+        type Disp = $count;
+        // (`.into()` widens an `int` count; a `_c` one is i64 already)
+        #[allow(clippy::useless_conversion)]
+        fn form($($a: $t,)* $comm: i32) -> MpiResult<Exchange> {
+            // SAFETY: the entry point's buffers, valid as the MPI caller must pass them.
+            unsafe { $form }
+        }
+        crate::mpi_entry!($mpi, $pmpi, ($($a: $t,)* $comm: i32), errcomm = $comm, {
+            neighbor::run(stringify!($mpi), form($($a,)* $comm)?)
+        });
+        crate::mpi_entry!($impi, $ipmpi, ($($a: $t,)* $comm: i32, request: *mut i32), errcomm = $comm, {
+            start(stringify!($impi), form($($a,)* $comm)?, request)
+        });
+        crate::mpi_entry!($init, $pinit, ($($a: $t,)* $comm: i32, info: i32, request: *mut i32), errcomm = $comm, {
+            let args = crate::ffi::c::persist::Captured(($($a,)*));
+            init(stringify!($init), move |on: i32| {
+                let ($($a,)*) = args.get();
+                form($($a,)* on)
+            }, $comm, info, request)
+        });
     };
 }
 
