@@ -660,14 +660,13 @@ pub unsafe fn scatter<F: FnOnce(usize) -> MpiResult<Side>>(
 
 // ---------------------------------------------------------------- Alltoall(v, w)
 
-/// All-to-all-like: `send` (None: in place) and `recv` per peer.
+/// All-to-all-like: the send buffer and its side (None: in place), and `recv`, per peer.
 ///
 /// # Safety
 /// The buffers are valid as the MPI standard requires of the caller.
 unsafe fn alltoall_like(
     c: &Arc<Comm>,
-    sendbuf: *const c_void,
-    send: Option<Side>,
+    send: Option<(*const c_void, Side)>,
     recvbuf: *mut c_void,
     recv: Side,
     vary: bool,
@@ -679,18 +678,17 @@ unsafe fn alltoall_like(
     } else {
         Box::new(local(c))
     };
-    let in_place = is_in_place(sendbuf);
-    if c.is_inter() {
-        not_in_place(sendbuf, "sendbuf")?;
+    if c.is_inter() && send.is_none() {
+        not_in_place(crate::args::IN_PLACE, "sendbuf")?;
     }
-    let skip = in_place.then_some(c.rank);
+    let skip = send.is_none().then_some(c.rank);
     // In place: what goes to peer j is what recvbuf holds at j's place, copied (staged
     // or read chunk by chunk before any chunk is written back).
     let sv = match &send {
-        Some(side) if !in_place => {
-            stage_side(&mut st, sendbuf, side, false, n, &*chan, None, "sendbuf")?
+        Some((sendbuf, side)) => {
+            stage_side(&mut st, *sendbuf, side, false, n, &*chan, None, "sendbuf")?
         }
-        _ => {
+        None => {
             let mut v = vec![Piece::none(); n];
             for (k, &(count, disp, t)) in recv.0.iter().enumerate() {
                 if Some(k) != skip {
@@ -707,8 +705,8 @@ unsafe fn alltoall_like(
         }
     };
     let rv = stage_side(&mut st, recvbuf, &recv, true, n, &*chan, skip, "recvbuf")?;
-    if let (Some(side), false) = (&send, in_place) {
-        no_alias(sendbuf, side, recvbuf, &recv)?;
+    if let Some((sendbuf, side)) = &send {
+        no_alias(*sendbuf, side, recvbuf, &recv)?;
     }
     let cc = c.clone();
     Ok((
@@ -778,10 +776,11 @@ where
     let send = if is_in_place(sendbuf) {
         None
     } else {
-        Some((send.make)(m)?)
+        Some((sendbuf, (send.make)(m)?))
     };
-    let flows = alltoall_flows(c, send.as_ref(), args.0, &recv, args.1);
+    let sides = send.as_ref().map(|(_, side)| side);
+    let flows = alltoall_flows(c, sides, args.0, &recv, args.1);
     // SAFETY: this function's contract, which is alltoall_like's.
-    let p = unsafe { alltoall_like(c, sendbuf, send, recvbuf, recv, vary) };
+    let p = unsafe { alltoall_like(c, send, recvbuf, recv, vary) };
     with_check(p, name, None, flows)
 }
