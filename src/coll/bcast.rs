@@ -8,10 +8,20 @@
 //! chunks of one slot: in step t the root deposits chunk t in its slot; after the step
 //! every other member copies it out. Cost: one synchronisation per chunk, two copies per
 //! receiver (root -> slot -> receiver).
+//!
+//! [`plan`] and [`now`] are the front of MPI_Bcast (the C caller's buffer address,
+//! count, datatype and root), for intra- and intercommunicators.
+use super::agree::{self, Desc};
+use super::inter::Role;
+use super::plan::Plan;
+use super::stage::Stage;
 use super::Chan;
+use crate::args::{count as count_arg, datatype as datatype_arg};
 use crate::comm::Comm;
 use crate::error::MpiResult;
 use crate::p2p::UserBuf;
+use std::os::raw::{c_int, c_void};
+use std::sync::Arc;
 
 pub async fn bcast(comm: &Comm, buf: UserBuf, root: usize) -> MpiResult<()> {
     if comm.chan_members.len() == 1 {
@@ -111,4 +121,121 @@ pub fn bcast_blocking(
         bcast(c, b, root).await
     });
     super::run(c, fut)
+}
+
+/// MPI_Bcast on `c` as a plan.
+///
+/// # Safety
+/// `buffer` is valid as the MPI standard requires of the caller.
+pub unsafe fn plan(
+    c: &Arc<Comm>,
+    buffer: *mut c_void,
+    count: i64,
+    datatype: i32,
+    root: c_int,
+) -> Plan {
+    let mut st = Stage::default();
+    let cc = c.clone();
+    if c.is_inter() {
+        let r = super::inter::inter_root(c, root)?;
+        let (buf, is_root, receive) = match r {
+            Role::Idle => (UserBuf::empty(), false, false),
+            Role::Root | Role::Peer(_) => {
+                let n = count_arg(count, "count")?;
+                let t = datatype_arg(datatype, "datatype")?;
+                if let Role::Root = r {
+                    (st.input(buffer, n, &t, "buffer")?, true, false)
+                } else {
+                    (st.output(buffer, n, &t, "buffer")?, false, true)
+                }
+            }
+        };
+        return Ok((
+            c.clone(),
+            Box::pin(async move {
+                super::inter::bcast(&cc, r, buf, is_root, receive).await?;
+                st.finish()
+            }),
+        ));
+    }
+    let n = count_arg(count, "count")?;
+    let t = datatype_arg(datatype, "datatype")?;
+    let root = crate::args::root(root, c)?;
+    let b = if c.rank == root {
+        st.input(buffer, n, &t, "buffer")?
+    } else {
+        st.output(buffer, n, &t, "buffer")?
+    };
+    let p = crate::datatype::predefined::lookup(t.handle);
+    let desc = bcast_desc(t.handle, p, t.size, n, root);
+    Ok((
+        c.clone(),
+        Box::pin(async move {
+            cc.coll.set_desc(desc);
+            bcast(&cc, b, root).await?;
+            st.finish()
+        }),
+    ))
+}
+
+/// The blocking MPI_Bcast of a predefined contiguous datatype over an intracommunicator,
+/// with arguments that pass every check: the broadcast with the descriptor the full path
+/// would publish, without the plan's boxing and staging. `None`: run the full path
+/// ([`plan`]), nothing has happened.
+///
+/// # Safety
+/// As [`plan`].
+#[inline]
+pub unsafe fn now(
+    buffer: *mut c_void,
+    count: i64,
+    datatype: i32,
+    root: c_int,
+    comm: i32,
+) -> Option<MpiResult<()>> {
+    // (NULL and MPI_IN_PLACE, the addresses 0 and -1, in one comparison)
+    let no_buffer = (buffer as usize).wrapping_add(1) <= 1;
+    if count <= 0 || no_buffer || crate::runtime::state() != crate::runtime::INITIALIZED {
+        return None;
+    }
+    let p = crate::datatype::predefined::lookup(datatype)?;
+    if p.size != p.extent || p.true_extent != p.size {
+        return None;
+    }
+    let c = crate::comm::get(comm).ok()?;
+    // (a negative root becomes an index past any communicator's size)
+    let root = root as u32 as usize;
+    if root >= c.size() {
+        return None;
+    }
+    if c.is_inter() {
+        return None;
+    }
+    let bytes = (count as usize).checked_mul(p.size)?;
+    // SAFETY: the standard requires `buffer` to hold `count` elements of `datatype`
+    // (`bytes` bytes, contiguous); checked non-NULL and not MPI_IN_PLACE.
+    let b = unsafe { UserBuf::new(buffer as *mut u8, bytes) };
+    let desc = || bcast_desc(datatype, Some(p), p.size, count as usize, root);
+    Some(bcast_blocking(&c, b, root, desc))
+}
+
+/// MPI_Bcast's agreement descriptor: count and type signature must agree on every rank
+/// (agree.rs). `p` is `datatype`'s predefined entry, if it has one.
+fn bcast_desc(
+    datatype: i32,
+    p: Option<&crate::datatype::predefined::Predef>,
+    size: usize,
+    n: usize,
+    root: usize,
+) -> Desc {
+    let (sig, dtype) = match p {
+        Some(p) => (agree::signature_of(p), datatype as u32 as u64),
+        None => (agree::signature(datatype), agree::ANY),
+    };
+    Desc {
+        bytes: (n as u64).wrapping_mul(size as u64),
+        op: sig as u64,
+        dtype,
+        ..super::plan::move_desc("MPI_Bcast", Some(root as c_int))
+    }
 }

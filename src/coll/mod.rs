@@ -19,7 +19,9 @@
 //!   slot the protocol gives it (its own, or the result area) through it;
 //! - `UserBuf::as_mut_slice` in direct.rs, post.rs and reduce.rs: a reduction folds
 //!   into the receive buffer it owns;
-//! - `bcast_bytes`, which lends a borrowed slice to a blocking broadcast.
+//! - `bcast_bytes`, which lends a borrowed slice to a blocking broadcast;
+//! - the fronts of the data-movement collectives (bcast.rs, moves.rs, neighbor.rs),
+//!   which take the C caller's buffer addresses and make the engine's views of them.
 //!
 //! agree.rs, nb.rs and select.rs deny unsafe code.
 pub mod agree;
@@ -28,7 +30,9 @@ pub mod chain;
 pub mod direct;
 pub mod gather;
 pub mod inter;
+pub mod moves;
 pub mod nb;
+pub mod neighbor;
 pub mod plan;
 pub mod post;
 pub mod reduce;
