@@ -130,6 +130,16 @@ pub fn get_elements(t: &Type, bytes: u64) -> Option<u64> {
     }
 }
 
+/// MPI_Get_count: the whole instances of `t` in `bytes` bytes. None (MPI_UNDEFINED) if
+/// the bytes are not a whole number of them.
+pub fn count_of(t: &Type, bytes: u64) -> Option<u64> {
+    let size = t.size() as u64;
+    if size == 0 {
+        return (bytes == 0).then_some(0);
+    }
+    bytes.is_multiple_of(size).then_some(bytes / size)
+}
+
 /// The inverse of [`get_elements`]: the bytes that the first `n` basic elements of a
 /// sequence of instances of `t` occupy (MPI_Status_set_elements).
 pub fn elements_bytes(t: &Type, n: u64) -> Option<u64> {
