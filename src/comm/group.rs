@@ -179,3 +179,27 @@ pub fn compare(a: &Group, b: &Group) -> i32 {
         }
     }
 }
+
+/// MPI_Group_translate_ranks: the ranks in `b` of ranks `r` of `a` (MPI_UNDEFINED for
+/// those not in `b`; MPI_PROC_NULL stays itself).
+pub fn translate(a: &Group, b: &Group, r: &[i32]) -> MpiResult<Vec<i32>> {
+    r.iter()
+        .enumerate()
+        .map(|(i, &r)| {
+            if r == MPI_PROC_NULL {
+                Ok(MPI_PROC_NULL)
+            } else if r < 0 || r as usize >= a.size() {
+                Err(err(
+                    MPI_ERR_RANK,
+                    format!(
+                        "ranks1[{i}]={r} is not a rank of group1 (size {})",
+                        a.size()
+                    ),
+                ))
+            } else {
+                Ok(b.rank_of_world(a.ranks[r as usize])
+                    .map_or(MPI_UNDEFINED, |x| x as i32))
+            }
+        })
+        .collect()
+}

@@ -6,6 +6,7 @@
 pub mod coll_state;
 pub mod errhandler;
 pub mod group;
+pub mod info;
 pub mod topo;
 
 use crate::abi::*;
@@ -61,6 +62,12 @@ impl Drop for Comm {
 }
 
 impl Comm {
+    /// MPI_Comm_set_name: the name kept is cut to MPI_MAX_OBJECT_NAME - 1 characters.
+    pub fn set_name(&self, s: &str) {
+        let max = MPI_MAX_OBJECT_NAME as usize - 1;
+        *self.name.lock().unwrap() = s.chars().take(max).collect();
+    }
+
     pub fn size(&self) -> usize {
         self.group.len()
     }
