@@ -29,13 +29,7 @@ pub fn register(g: Group) -> i32 {
         return MPI_GROUP_EMPTY;
     }
     let mut t = TABLE.write().unwrap();
-    let idx = match t.iter().position(|x| x.is_none()) {
-        Some(i) => i,
-        None => {
-            t.push(None);
-            t.len() - 1
-        }
-    };
+    let idx = super::free_slot(&mut t);
     t[idx] = Some(Arc::new(g));
     direct_handle(OBJ_GROUP, idx)
 }

@@ -60,27 +60,26 @@ pub fn value(h: i32, key: &str, arg: &str) -> MpiResult<Option<String>> {
 /// A new info object holding `e`: its handle.
 pub fn new_info(e: Entries) -> i32 {
     let mut t = INFOS.lock().unwrap();
-    let i = match t.iter().position(|x| x.is_none()) {
-        Some(i) => i,
-        None => {
-            t.push(None);
-            t.len() - 1
-        }
-    };
+    let i = super::free_slot(&mut t);
     t[i] = Some(e);
     direct_handle(OBJ_INFO, i)
+}
+
+/// A string argument of at most `max` characters (`class` the error otherwise).
+fn limited(s: String, arg: &str, max: i32, class: i32) -> MpiResult<String> {
+    if s.len() > max as usize {
+        return Err(err(
+            class,
+            format!("{arg} is {} characters long; the limit is {max}", s.len()),
+        ));
+    }
+    Ok(s)
 }
 
 /// A key argument (`arg` names it): at most MPI_MAX_INFO_KEY - 1 characters, not
 /// blank.
 pub fn key(s: String, arg: &str) -> MpiResult<String> {
-    let max = MPI_MAX_INFO_KEY - 1;
-    if s.len() > max as usize {
-        return Err(err(
-            MPI_ERR_INFO_KEY,
-            format!("{arg} is {} characters long; the limit is {max}", s.len()),
-        ));
-    }
+    let s = limited(s, arg, MPI_MAX_INFO_KEY - 1, MPI_ERR_INFO_KEY)?;
     if s.trim().is_empty() {
         return Err(err(MPI_ERR_INFO_KEY, format!("{arg} is empty")));
     }
@@ -89,14 +88,7 @@ pub fn key(s: String, arg: &str) -> MpiResult<String> {
 
 /// A value argument: at most MPI_MAX_INFO_VAL - 1 characters.
 pub fn value_arg(s: String, arg: &str) -> MpiResult<String> {
-    let max = MPI_MAX_INFO_VAL - 1;
-    if s.len() > max as usize {
-        return Err(err(
-            MPI_ERR_INFO_VALUE,
-            format!("{arg} is {} characters long; the limit is {max}", s.len()),
-        ));
-    }
-    Ok(s)
+    limited(s, arg, MPI_MAX_INFO_VAL - 1, MPI_ERR_INFO_VALUE)
 }
 
 /// The value of `key` in the valid info object `h`.

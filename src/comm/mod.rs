@@ -15,6 +15,14 @@ pub use coll_state::CollState;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+/// The index of a free slot of a handle table, one pushed when none is free.
+pub fn free_slot<T>(t: &mut Vec<Option<T>>) -> usize {
+    t.iter().position(Option::is_none).unwrap_or_else(|| {
+        t.push(None);
+        t.len() - 1
+    })
+}
+
 pub struct Comm {
     pub handle: i32,
     /// Context id = collective channel index.

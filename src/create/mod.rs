@@ -423,13 +423,8 @@ pub fn info_of(c: &Comm) -> i32 {
 /// (MPI-4.0 7.4.2). MPI_COMM_TYPE_HW_UNGUIDED wants a strict subset of the group by
 /// some hardware level; ranks are not bound to cores or sockets, so there is none below
 /// the machine: MPI_COMM_NULL.
-pub fn split_type(
-    c: &Arc<Comm>,
-    split_type: i32,
-    key: i32,
-    info: i32,
-) -> MpiResult<Option<Arc<Comm>>> {
-    let color = match split_type {
+pub fn split_type(c: &Arc<Comm>, kind: i32, key: i32, info: i32) -> MpiResult<Option<Arc<Comm>>> {
+    let color = match kind {
         MPI_UNDEFINED | MPI_COMM_TYPE_HW_UNGUIDED => MPI_UNDEFINED,
         MPI_COMM_TYPE_SHARED => 0,
         MPI_COMM_TYPE_HW_GUIDED => {

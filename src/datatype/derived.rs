@@ -395,20 +395,18 @@ fn mul(a: isize, b: isize, what: &str) -> MpiResult<isize> {
 }
 
 /// The dimensions of an array type (subarray, darray): `ndims` positive, each array
-/// of `lens` (its length, its name) that long, `order` C or Fortran. Returns the
+/// (`lens` its lengths, `names` its names) that long, `order` C or Fortran. Returns the
 /// dimensions from the fastest-varying one out.
-fn grid(ndims: i32, lens: &[(usize, &str)], order: i32) -> MpiResult<Vec<usize>> {
+fn grid(ndims: i32, lens: &[usize], names: &[&str], order: i32) -> MpiResult<Vec<usize>> {
     if ndims <= 0 {
         return Err(err(MPI_ERR_ARG, format!("ndims={ndims} must be positive")));
     }
     let nd = ndims as usize;
-    for &(len, arg) in lens {
-        if len < nd {
-            return Err(err(
-                MPI_ERR_ARG,
-                format!("{arg} has {len} entries, {nd} needed"),
-            ));
-        }
+    if let Some((len, arg)) = lens.iter().zip(names).find(|(&len, _)| len < nd) {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("{arg} has {len} entries, {nd} needed"),
+        ));
     }
     match order {
         MPI_ORDER_C => Ok((0..nd).rev().collect()),
@@ -419,6 +417,14 @@ fn grid(ndims: i32, lens: &[(usize, &str)], order: i32) -> MpiResult<Vec<usize>>
         )),
     }
 }
+
+const SUBARRAY_ARRAYS: [&str; 3] = ["array_of_sizes", "array_of_subsizes", "array_of_starts"];
+const DARRAY_ARRAYS: [&str; 4] = [
+    "array_of_gsizes",
+    "array_of_distribs",
+    "array_of_dargs",
+    "array_of_psizes",
+];
 
 // ---------------------------------------------------------------------------------------
 // Constructors (slices in, handle out; the type of the counts says which form was
@@ -674,15 +680,8 @@ pub fn subarray<C: Arg>(
     order: i32,
     old: i32,
 ) -> MpiResult<i32> {
-    let dims = grid(
-        ndims,
-        &[
-            (sizes.len(), "array_of_sizes"),
-            (subsizes.len(), "array_of_subsizes"),
-            (starts.len(), "array_of_starts"),
-        ],
-        order,
-    )?;
+    let lens = [sizes.len(), subsizes.len(), starts.len()];
+    let dims = grid(ndims, &lens, &SUBARRAY_ARRAYS, order)?;
     let nd = dims.len();
     let sizes = wide(sizes, nd, "array_of_sizes")?;
     let subsizes = wide(subsizes, nd, "array_of_subsizes")?;
@@ -1110,16 +1109,8 @@ pub fn darray<C: Arg>(
             format!("rank={rank} is outside 0..{size}"),
         ));
     }
-    let dims = grid(
-        ndims,
-        &[
-            (gsizes.len(), "array_of_gsizes"),
-            (distribs.len(), "array_of_distribs"),
-            (dargs.len(), "array_of_dargs"),
-            (psizes.len(), "array_of_psizes"),
-        ],
-        order,
-    )?;
+    let lens = [gsizes.len(), distribs.len(), dargs.len(), psizes.len()];
+    let dims = grid(ndims, &lens, &DARRAY_ARRAYS, order)?;
     let nd = dims.len();
     let gsizes = wide(gsizes, nd, "array_of_gsizes")?;
     let mut nprocs: i64 = 1;

@@ -26,7 +26,7 @@
 //!   only need the two numbers).
 //!
 //! Unsafe code here (every block has its SAFETY line):
-//! - `pack_at`/`unpack_at` call [`pack::pack`]/[`pack::unpack`] on a slice; pack.rs
+//! - `pack_slice`/`unpack_slice` call [`pack::pack`]/[`pack::unpack`] on a slice; pack.rs
 //!   walks a datatype's byte displacements from a raw origin (only `pack::raw` touches
 //!   user memory). The other submodules deny unsafe code.
 pub mod derived;

@@ -221,19 +221,27 @@ mpi_entry!(MPI_Group_excl, PMPI_Group_excl, (group: i32, n: c_int, ranks: *const
     new_group(newgroup, group::excl(&g, r)?)
 });
 
-mpi_entry!(MPI_Group_range_incl, PMPI_Group_range_incl, (group: i32, n: c_int, ranges: *const [c_int; 3], newgroup: *mut i32), errcomm = MPI_COMM_WORLD, {
+/// A group and the ranks its `n` (first, last, stride) triplets name.
+fn ranges_of(
+    group: i32,
+    n: c_int,
+    ranges: *const [c_int; 3],
+) -> crate::error::MpiResult<(std::sync::Arc<group::Group>, Vec<c_int>)> {
     crate::runtime::job()?;
     let g = group::get(group, "group")?;
-    let r = check::array(ranges, check::count(n, "n")?, "ranges")?;
+    // SAFETY: `ranges`: passed on from the entry point, valid as the MPI caller must pass it.
+    let r = unsafe { check::array(ranges, check::count(n, "n")?, "ranges") }?;
     let ranks = group::expand_ranges(&g, r)?;
+    Ok((g, ranks))
+}
+
+mpi_entry!(MPI_Group_range_incl, PMPI_Group_range_incl, (group: i32, n: c_int, ranges: *const [c_int; 3], newgroup: *mut i32), errcomm = MPI_COMM_WORLD, {
+    let (g, ranks) = ranges_of(group, n, ranges)?;
     new_group(newgroup, group::incl(&g, &ranks)?)
 });
 
 mpi_entry!(MPI_Group_range_excl, PMPI_Group_range_excl, (group: i32, n: c_int, ranges: *const [c_int; 3], newgroup: *mut i32), errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
-    let g = group::get(group, "group")?;
-    let r = check::array(ranges, check::count(n, "n")?, "ranges")?;
-    let ranks = group::expand_ranges(&g, r)?;
+    let (g, ranks) = ranges_of(group, n, ranges)?;
     new_group(newgroup, group::excl(&g, &ranks)?)
 });
 

@@ -481,53 +481,43 @@ pub extern "C" fn MPI_Aint_diff(addr1: Aint, addr2: Aint) -> Aint {
 // ---------------------------------------------------------------------------------------
 // Pack / unpack, in this machine's representation and in external32
 
-/// MPI_Pack(_external)(_c): returns the new position.
-fn pack(p: Packing, inbuf: *const c_void, datatype: i32, outbuf: *mut c_void) -> MpiResult<usize> {
-    check::check_base(
-        inbuf,
-        p.count,
-        &check::datatype(datatype, "datatype")?,
-        "inbuf",
-    )?;
-    if check::is_in_place(outbuf) {
-        return Err(err(MPI_ERR_BUFFER, "outbuf is MPI_IN_PLACE"));
-    }
-    if p.bytes == 0 {
-        return Ok(p.pos);
-    }
-    // SAFETY: `outbuf`: passed on from the entry point, valid as the MPI caller must pass
-    // it (at least position + the packed bytes, which `Packing` checked against outsize).
-    let out = unsafe { check::array_mut(outbuf as *mut u8, p.pos + p.bytes, "outbuf") }?;
-    // SAFETY: inbuf (possibly MPI_BOTTOM with absolute displacements) holds the
-    // instances of `datatype` per the standard.
-    unsafe { p.pack(inbuf as *const u8, &mut out[p.pos..]) }
-}
-
-/// MPI_Unpack(_external)(_c): returns the new position.
-fn unpack(
+/// MPI_Pack or MPI_Unpack (`pack` says which; their external32 and _c forms too) once
+/// `p` checked the counts and the position: `data` is the typed buffer (the inbuf of a
+/// pack, the outbuf of an unpack), `packed` the other. Returns the new position.
+fn transfer(
     p: Packing,
-    inbuf: *const c_void,
-    outbuf: *mut c_void,
-    datatype: i32,
+    pack: bool,
+    data: *mut c_void,
+    packed: *mut c_void,
+    dt: i32,
 ) -> MpiResult<usize> {
-    check::check_base(
-        outbuf,
-        p.count,
-        &check::datatype(datatype, "datatype")?,
-        "outbuf",
-    )?;
-    if check::is_in_place(inbuf) {
-        return Err(err(MPI_ERR_BUFFER, "inbuf is MPI_IN_PLACE"));
+    let (dname, pname) = if pack {
+        ("inbuf", "outbuf")
+    } else {
+        ("outbuf", "inbuf")
+    };
+    check::check_base(data, p.count, &check::datatype(dt, "datatype")?, dname)?;
+    if check::is_in_place(packed) {
+        return Err(err(MPI_ERR_BUFFER, format!("{pname} is MPI_IN_PLACE")));
     }
     if p.bytes == 0 {
         return Ok(p.pos);
     }
-    // SAFETY: `inbuf`: passed on from the entry point, valid as the MPI caller must pass
-    // it (at least position + the packed bytes, which `Packing` checked against insize).
-    let inp = unsafe { check::array(inbuf as *const u8, p.pos + p.bytes, "inbuf") }?;
-    // SAFETY: outbuf (possibly MPI_BOTTOM with absolute displacements) has room for the
-    // instances of `datatype` per the standard, and does not overlap inbuf.
-    unsafe { p.unpack(&inp[p.pos..], outbuf as *mut u8) }
+    let (pos, end) = (p.pos, p.pos + p.bytes);
+    // SAFETY: (the arrays) `packed`: passed on from the entry point, valid as the MPI
+    // caller must pass it (for the position and the bytes `Packing` checked against its
+    // size); (the calls) `data` (possibly MPI_BOTTOM with absolute
+    // displacements) holds (or has room for) the instances of `dt` per the standard, and
+    // does not overlap `packed`.
+    unsafe {
+        if pack {
+            let out = check::array_mut(packed as *mut u8, end, pname)?;
+            p.pack(data as *const u8, &mut out[pos..])
+        } else {
+            let inp = check::array(packed as *const u8, end, pname)?;
+            p.unpack(&inp[pos..], data as *mut u8)
+        }
+    }
 }
 
 counted!(MPI_Pack, PMPI_Pack, MPI_Pack_c, PMPI_Pack_c,
@@ -536,7 +526,7 @@ counted!(MPI_Pack, PMPI_Pack, MPI_Pack_c, PMPI_Pack_c,
     let pos = check::inp(position, "position")?;
     check::comm(comm)?;
     let p = Packing::new(Rep::Native, incount.into(), "incount", datatype, pos.into(), outsize.into(), "outsize")?;
-    check::out(position, pack(p, inbuf, datatype, outbuf)? as Count, "position")
+    check::out(position, transfer(p, true, inbuf as *mut c_void, outbuf, datatype)? as Count, "position")
 });
 
 counted!(MPI_Unpack, PMPI_Unpack, MPI_Unpack_c, PMPI_Unpack_c,
@@ -545,7 +535,7 @@ counted!(MPI_Unpack, PMPI_Unpack, MPI_Unpack_c, PMPI_Unpack_c,
     let pos = check::inp(position, "position")?;
     check::comm(comm)?;
     let p = Packing::new(Rep::Native, outcount.into(), "outcount", datatype, pos.into(), insize.into(), "insize")?;
-    check::out(position, unpack(p, inbuf, outbuf, datatype)? as Count, "position")
+    check::out(position, transfer(p, false, outbuf, inbuf as *mut c_void, datatype)? as Count, "position")
 });
 
 counted!(MPI_Pack_size, PMPI_Pack_size, MPI_Pack_size_c, PMPI_Pack_size_c,
@@ -571,7 +561,7 @@ counted!(MPI_Pack_external, PMPI_Pack_external, MPI_Pack_external_c, PMPI_Pack_e
     let pos = check::inp(position, "position")?;
     external32(datarep)?;
     let p = Packing::new(Rep::External32, incount.into(), "incount", datatype, pos as i64, outsize as i64, "outsize")?;
-    check::out(position, pack(p, inbuf, datatype, outbuf)? as Disp, "position")
+    check::out(position, transfer(p, true, inbuf as *mut c_void, outbuf, datatype)? as Disp, "position")
 });
 
 counted!(MPI_Unpack_external, PMPI_Unpack_external, MPI_Unpack_external_c,
@@ -581,7 +571,7 @@ counted!(MPI_Unpack_external, PMPI_Unpack_external, MPI_Unpack_external_c,
     let pos = check::inp(position, "position")?;
     external32(datarep)?;
     let p = Packing::new(Rep::External32, outcount.into(), "outcount", datatype, pos as i64, insize as i64, "insize")?;
-    check::out(position, unpack(p, inbuf, outbuf, datatype)? as Disp, "position")
+    check::out(position, transfer(p, false, outbuf, inbuf as *mut c_void, datatype)? as Disp, "position")
 });
 
 counted!(MPI_Pack_external_size, PMPI_Pack_external_size, MPI_Pack_external_size_c,
