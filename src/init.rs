@@ -218,3 +218,70 @@ pub fn finalize() -> MpiResult<()> {
     crate::process::flush_c_stdio();
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------
+// The predefined attributes of MPI_COMM_WORLD (MPI-3.1 section 8.1.2)
+
+use std::sync::atomic::AtomicI32;
+
+static TAG_UB: AtomicI32 = AtomicI32::new(crate::args::TAG_UB);
+static HOST: AtomicI32 = AtomicI32::new(MPI_PROC_NULL);
+static IO: AtomicI32 = AtomicI32::new(MPI_ANY_SOURCE);
+static WTIME_IS_GLOBAL: AtomicI32 = AtomicI32::new(1);
+static APPNUM: AtomicI32 = AtomicI32::new(0);
+static UNIVERSE_SIZE: AtomicI32 = AtomicI32::new(1);
+// (at least MPI_ERR_LASTCODE, the standard's rule)
+static LASTUSEDCODE: AtomicI32 = AtomicI32::new(MPI_ERR_LASTCODE);
+
+/// The value of attribute `key` on communicator `c` (MPI_Comm_get_attr): for a
+/// predefined key the address of its int, which lives for the whole process as the
+/// standard requires; for a user key the value set, if any.
+pub fn comm_attr(c: &crate::comm::Comm, key: i32) -> MpiResult<Option<usize>> {
+    let (size, appnum) = job()
+        .map(|j| (j.size as i32, j.appnum as i32))
+        .unwrap_or((1, 0));
+    UNIVERSE_SIZE.store(size, Ordering::Relaxed);
+    APPNUM.store(appnum, Ordering::Relaxed);
+    let last = crate::error::last_dynamic().unwrap_or(MPI_ERR_LASTCODE);
+    LASTUSEDCODE.store(last, Ordering::Relaxed);
+    let v = match key {
+        MPI_TAG_UB => &TAG_UB,
+        MPI_HOST => &HOST,
+        MPI_IO => &IO,
+        MPI_WTIME_IS_GLOBAL => &WTIME_IS_GLOBAL,
+        MPI_APPNUM => &APPNUM,
+        MPI_UNIVERSE_SIZE => &UNIVERSE_SIZE,
+        MPI_LASTUSEDCODE => &LASTUSEDCODE,
+        _ if crate::attr::is_user_keyval(key) => return crate::attr::get(c, key),
+        MPI_KEYVAL_INVALID => return Err(err(MPI_ERR_KEYVAL, "comm_keyval is MPI_KEYVAL_INVALID")),
+        _ => {
+            return Err(err(
+                MPI_ERR_KEYVAL,
+                format!("comm_keyval={key:#x} is not a valid attribute key"),
+            ))
+        }
+    };
+    Ok(Some(v.as_ptr() as usize))
+}
+
+/// MPI_Abort: says who called it and stops the job with `errorcode`.
+pub fn abort(errorcode: i32) -> ! {
+    let r = crate::runtime::rank_for_messages();
+    crate::process::say(&format!(
+        "shmpi: rank {r} called MPI_Abort with error code {errorcode}"
+    ));
+    crate::runtime::abort_job(errorcode)
+}
+
+/// The MPI level whose API mpi.h declares.
+pub const VERSION: (i32, i32) = (3, 1);
+
+/// What MPI_Get_library_version returns.
+pub fn library_version() -> String {
+    format!(
+        "shmpi {} (MPI {}.{}, MPICH ABI; shared-memory ranks on one machine)",
+        env!("CARGO_PKG_VERSION"),
+        VERSION.0,
+        VERSION.1
+    )
+}

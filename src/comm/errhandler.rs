@@ -57,3 +57,23 @@ pub fn call_user_errhandler(eh: i32, comm: i32, code: i32) {
         unsafe { f(&mut c, &mut e) };
     }
 }
+
+/// MPI_Comm_call_errhandler: runs the error handler of `c` (handle `h`) for `code`; the
+/// fatal ones stop the job.
+pub fn invoke(c: &super::Comm, h: i32, code: i32) -> MpiResult<()> {
+    match c.errhandler.load(std::sync::atomic::Ordering::Relaxed) {
+        MPI_ERRORS_RETURN => Ok(()),
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => {
+            let s = crate::error::code_string(code).unwrap_or_else(|| format!("error code {code}"));
+            crate::process::say(&format!(
+                "shmpi: rank {}: fatal error (MPI_Comm_call_errhandler): {s}",
+                c.rank
+            ));
+            crate::runtime::abort_job(1)
+        }
+        eh => {
+            call_user_errhandler(eh, h, code);
+            Ok(())
+        }
+    }
+}

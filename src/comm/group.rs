@@ -29,13 +29,7 @@ pub fn register(g: Group) -> i32 {
         return MPI_GROUP_EMPTY;
     }
     let mut t = TABLE.write().unwrap();
-    let idx = match t.iter().position(|x| x.is_none()) {
-        Some(i) => i,
-        None => {
-            t.push(None);
-            t.len() - 1
-        }
-    };
+    let idx = super::free_slot(&mut t);
     t[idx] = Some(Arc::new(g));
     direct_handle(OBJ_GROUP, idx)
 }
@@ -178,4 +172,28 @@ pub fn compare(a: &Group, b: &Group) -> i32 {
             MPI_UNEQUAL
         }
     }
+}
+
+/// MPI_Group_translate_ranks: the ranks in `b` of ranks `r` of `a` (MPI_UNDEFINED for
+/// those not in `b`; MPI_PROC_NULL stays itself).
+pub fn translate(a: &Group, b: &Group, r: &[i32]) -> MpiResult<Vec<i32>> {
+    r.iter()
+        .enumerate()
+        .map(|(i, &r)| {
+            if r == MPI_PROC_NULL {
+                Ok(MPI_PROC_NULL)
+            } else if r < 0 || r as usize >= a.size() {
+                Err(err(
+                    MPI_ERR_RANK,
+                    format!(
+                        "ranks1[{i}]={r} is not a rank of group1 (size {})",
+                        a.size()
+                    ),
+                ))
+            } else {
+                Ok(b.rank_of_world(a.ranks[r as usize])
+                    .map_or(MPI_UNDEFINED, |x| x as i32))
+            }
+        })
+        .collect()
 }

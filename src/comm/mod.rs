@@ -6,6 +6,7 @@
 pub mod coll_state;
 pub mod errhandler;
 pub mod group;
+pub mod info;
 pub mod topo;
 
 use crate::abi::*;
@@ -13,6 +14,14 @@ use crate::error::{err, MpiResult};
 pub use coll_state::CollState;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+
+/// The index of a free slot of a handle table, one pushed when none is free.
+pub fn free_slot<T>(t: &mut Vec<Option<T>>) -> usize {
+    t.iter().position(Option::is_none).unwrap_or_else(|| {
+        t.push(None);
+        t.len() - 1
+    })
+}
 
 pub struct Comm {
     pub handle: i32,
@@ -61,6 +70,12 @@ impl Drop for Comm {
 }
 
 impl Comm {
+    /// MPI_Comm_set_name: the name kept is cut to MPI_MAX_OBJECT_NAME - 1 characters.
+    pub fn set_name(&self, s: &str) {
+        let max = MPI_MAX_OBJECT_NAME as usize - 1;
+        *self.name.lock().unwrap() = s.chars().take(max).collect();
+    }
+
     pub fn size(&self) -> usize {
         self.group.len()
     }

@@ -32,6 +32,32 @@ pub enum Topo {
 }
 
 impl Topo {
+    /// A distributed graph's topology: weighted when both weight lists are given.
+    pub fn dist(
+        sources: &[i32],
+        sw: Option<Vec<i32>>,
+        dests: &[i32],
+        dw: Option<Vec<i32>>,
+    ) -> Topo {
+        let (sources, dests) = (sources.to_vec(), dests.to_vec());
+        match (sw, dw) {
+            (Some(sweights), Some(dweights)) => Topo::Dist {
+                sources,
+                sweights,
+                dests,
+                dweights,
+                weighted: true,
+            },
+            _ => Topo::Dist {
+                sources,
+                sweights: Vec::new(),
+                dests,
+                dweights: Vec::new(),
+                weighted: false,
+            },
+        }
+    }
+
     /// MPI_CART, MPI_GRAPH or MPI_DIST_GRAPH.
     pub fn kind(&self) -> i32 {
         match self {
@@ -419,17 +445,56 @@ pub fn check_index(index: &[i32]) -> MpiResult<usize> {
     Ok(prev as usize)
 }
 
+/// The first entry of `v` outside 0..n, with its index.
+fn outside(v: &[i32], n: usize) -> Option<(usize, i32)> {
+    v.iter()
+        .copied()
+        .enumerate()
+        .find(|&(_, x)| x < 0 || x as usize >= n)
+}
+
 /// Checks the `edges` of a graph description: every edge a node number.
 pub fn check_edges(nnodes: usize, edges: &[i32]) -> MpiResult<()> {
-    for (k, &e) in edges.iter().enumerate() {
-        if e < 0 || e as usize >= nnodes {
-            return Err(err(
-                MPI_ERR_ARG,
-                format!("edges[{k}]={e} is not a node of the graph (nnodes={nnodes})"),
-            ));
-        }
+    match outside(edges, nnodes) {
+        Some((k, e)) => Err(err(
+            MPI_ERR_ARG,
+            format!("edges[{k}]={e} is not a node of the graph (nnodes={nnodes})"),
+        )),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// Checks the ranks of a distributed graph's edges (`arg` names the array): every one
+/// a rank of comm_old (`size` ranks).
+pub fn check_ranks(v: &[i32], size: usize, arg: &str) -> MpiResult<()> {
+    match outside(v, size) {
+        Some((i, r)) => Err(err(
+            MPI_ERR_RANK,
+            format!("{arg}[{i}]={r} is not a rank of comm_old (size {size})"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// An argument that counts dimensions, nodes, neighbours or array entries: MPI_ERR_ARG
+/// when negative (as MPICH).
+pub fn non_negative(n: i32, arg: &str) -> MpiResult<usize> {
+    if n < 0 {
+        Err(err(MPI_ERR_ARG, format!("{arg}={n} is negative")))
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Checks edge weights (`arg` names the array): none negative.
+pub fn check_weights(w: &[i32], arg: &str) -> MpiResult<()> {
+    match w.iter().enumerate().find(|(_, &x)| x < 0) {
+        Some((i, x)) => Err(err(
+            MPI_ERR_ARG,
+            format!("{arg}[{i}]={x} is negative (edge weights are non-negative)"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The neighbours of `rank` in a graph topology.

@@ -361,3 +361,86 @@ pub fn compare(a: &Comm, b: &Comm) -> i32 {
         x => x,
     }
 }
+
+/// MPI_Comm_idup(_with_info): the nonblocking form of MPI_Comm_dup. It takes its turn
+/// among the communicator's collectives now and completes in the progress engine;
+/// `done` gets the new handle when it completes (MPI_COMM_NULL if it fails).
+/// `check_args`: the hint of the info argument, if any; `name` the call's, for the
+/// message of a failure. Returns the request.
+pub fn idup(
+    c: &Arc<Comm>,
+    check_args: Option<bool>,
+    name: &'static str,
+    done: impl FnOnce(i32) + Send + 'static,
+) -> MpiResult<usize> {
+    let t = crate::coll::ticket(c);
+    let cc = c.clone();
+    let fut: crate::coll::nb::CollFuture = Box::pin(async move {
+        let r = dup_in_turn(&cc, t).await;
+        if let (Ok(d), Some(v)) = (&r, check_args) {
+            d.coll.check_args.store(v, Ordering::Relaxed);
+        }
+        done(r.as_ref().map_or(MPI_COMM_NULL, |d| d.handle));
+        r.map(|_| ())
+            .map_err(|e| crate::error::MpiError::new(e.class, format!("{name}: {}", e.msg)))
+    });
+    crate::coll::nb::start(c, fut)
+}
+
+/// The one hint shmpi reads: "shmpi_check_args" = "false" turns the collective
+/// argument-agreement check off on a communicator (coll/agree.rs); every process must
+/// pass the same value. `None`: the info does not set it.
+pub fn check_args_hint(info: i32) -> MpiResult<Option<bool>> {
+    match crate::comm::info::value(info, "shmpi_check_args", "info")?.as_deref() {
+        Some("false") | Some("0") => Ok(Some(false)),
+        Some("true") | Some("1") => Ok(Some(true)),
+        None => Ok(None),
+        Some(v) => Err(err(
+            MPI_ERR_INFO,
+            format!("info key shmpi_check_args={v:?}: the value must be \"true\" or \"false\""),
+        )),
+    }
+}
+
+/// MPI_Comm_set_info: the hints of `info` that shmpi reads.
+pub fn set_info(c: &Comm, info: i32) -> MpiResult<()> {
+    if let Some(v) = check_args_hint(info)? {
+        c.coll.check_args.store(v, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// MPI_Comm_get_info: a new info object with the hints in use on `c`.
+pub fn info_of(c: &Comm) -> i32 {
+    let on = c.coll.check_args.load(Ordering::Relaxed);
+    crate::comm::info::new_info(vec![("shmpi_check_args".to_string(), on.to_string())])
+}
+
+/// MPI_Comm_split_type. Every rank shares this machine's memory: one colour for
+/// MPI_COMM_TYPE_SHARED. MPI_COMM_TYPE_HW_GUIDED splits by the resource its info names
+/// (key "mpi_hw_resource_type"); the one resource shmpi knows is "mpi_shared_memory"
+/// (the machine), and any other, a missing key or MPI_INFO_NULL give MPI_COMM_NULL
+/// (MPI-4.0 7.4.2). MPI_COMM_TYPE_HW_UNGUIDED wants a strict subset of the group by
+/// some hardware level; ranks are not bound to cores or sockets, so there is none below
+/// the machine: MPI_COMM_NULL.
+pub fn split_type(c: &Arc<Comm>, kind: i32, key: i32, info: i32) -> MpiResult<Option<Arc<Comm>>> {
+    let color = match kind {
+        MPI_UNDEFINED | MPI_COMM_TYPE_HW_UNGUIDED => MPI_UNDEFINED,
+        MPI_COMM_TYPE_SHARED => 0,
+        MPI_COMM_TYPE_HW_GUIDED => {
+            let resource = crate::comm::info::value(info, "mpi_hw_resource_type", "info")?;
+            if resource.as_deref() == Some("mpi_shared_memory") {
+                0
+            } else {
+                MPI_UNDEFINED
+            }
+        }
+        t => {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("split_type={t} is not a known split type"),
+            ))
+        }
+    };
+    split(c, color, key)
+}

@@ -115,8 +115,25 @@ pub fn dist_adjacent(parent: &Arc<Comm>, t: Topo) -> MpiResult<Arc<Comm>> {
 /// MPI_Dist_graph_create: every process names some edges; each learns the edges into
 /// and out of itself. All edges are gathered by every process (one exchange of the
 /// lengths, then the edges); a process's neighbours come in the order (naming process,
-/// position in its arrays). `weighted` is false if any process passed MPI_UNWEIGHTED.
-pub fn dist_create(parent: &Arc<Comm>, mine: &[Edge], weighted: bool) -> MpiResult<Arc<Comm>> {
+/// position in its arrays). This process names `degrees[i]` edges from `sources[i]`,
+/// to the next entries of `dests` (with the next entries of `weights`, None for
+/// MPI_UNWEIGHTED); the graph is unweighted if any process passed MPI_UNWEIGHTED.
+pub fn dist_create(
+    parent: &Arc<Comm>,
+    sources: &[i32],
+    degrees: &[i32],
+    dests: &[i32],
+    weights: Option<&[i32]>,
+) -> MpiResult<Arc<Comm>> {
+    let mut mine: Vec<Edge> = Vec::with_capacity(dests.len());
+    let mut k = 0;
+    for (i, &src) in sources.iter().enumerate() {
+        for _ in 0..degrees[i] {
+            mine.push((src, dests[k], weights.map_or(1, |w| w[k])));
+            k += 1;
+        }
+    }
+    let weighted = weights.is_some();
     intra(parent)?;
     let bytes: Vec<u8> = mine
         .iter()

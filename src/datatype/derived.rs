@@ -284,6 +284,32 @@ pub enum Form {
     Large,
 }
 
+/// A count, displacement or size argument of a constructor: an int (`MPI_Type_vector`),
+/// an MPI_Aint (`MPI_Type_create_hvector`'s stride) or an MPI_Count (MPI-4's
+/// `MPI_Type_vector_c`). The type of the counts says which form was called.
+pub trait Arg: Copy {
+    const FORM: Form;
+    fn wide(self) -> i64;
+}
+impl Arg for i32 {
+    const FORM: Form = Form::Int;
+    fn wide(self) -> i64 {
+        self.into()
+    }
+}
+impl Arg for isize {
+    const FORM: Form = Form::Int;
+    fn wide(self) -> i64 {
+        self as i64
+    }
+}
+impl Arg for i64 {
+    const FORM: Form = Form::Large;
+    fn wide(self) -> i64 {
+        self
+    }
+}
+
 /// Registers a type built by a constructor called in `form` with the count-like
 /// arguments `ints` (ints in the int form) and the address-like ones `addrs`: the large
 /// form reports both, in that order, as large counts (MPI-4.0 section 5.1.13).
@@ -318,8 +344,15 @@ fn make_in(
     register(Arc::new(Type::new(layout, env)))
 }
 
-fn wide(v: &[i32]) -> Vec<i64> {
-    v.iter().map(|&x| x as i64).collect()
+/// The first `n` entries of an array argument of `n` entries or more, widened.
+fn wide<A: Arg>(v: &[A], n: usize, arg: &str) -> MpiResult<Vec<i64>> {
+    check_len(v, n, arg)?;
+    Ok(v[..n].iter().map(|x| x.wide()).collect())
+}
+
+/// The first `n` entries of an array of byte displacements, as addresses.
+fn addrs<A: Arg>(v: &[A], n: usize, arg: &str) -> MpiResult<Vec<isize>> {
+    Ok(wide(v, n, arg)?.into_iter().map(addr).collect())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -361,24 +394,52 @@ fn mul(a: isize, b: isize, what: &str) -> MpiResult<isize> {
         .ok_or_else(|| err(MPI_ERR_ARG, format!("{what}: {a} x {b} overflows")))
 }
 
-// ---------------------------------------------------------------------------------------
-// Constructors (engine level: slices in, handle out)
-
-/// MPI_Type_contiguous.
-pub fn contiguous(count: i32, old: i32) -> MpiResult<i32> {
-    contiguous_in(Form::Int, count.into(), old)
+/// The dimensions of an array type (subarray, darray): `ndims` positive, each array
+/// (`lens` its lengths, `names` its names) that long, `order` C or Fortran. Returns the
+/// dimensions from the fastest-varying one out.
+fn grid(ndims: i32, lens: &[usize], names: &[&str], order: i32) -> MpiResult<Vec<usize>> {
+    if ndims <= 0 {
+        return Err(err(MPI_ERR_ARG, format!("ndims={ndims} must be positive")));
+    }
+    let nd = ndims as usize;
+    if let Some((len, arg)) = lens.iter().zip(names).find(|(&len, _)| len < nd) {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("{arg} has {len} entries, {nd} needed"),
+        ));
+    }
+    match order {
+        MPI_ORDER_C => Ok((0..nd).rev().collect()),
+        MPI_ORDER_FORTRAN => Ok((0..nd).collect()),
+        _ => Err(err(
+            MPI_ERR_ARG,
+            format!("order={order} is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN"),
+        )),
+    }
 }
 
+const SUBARRAY_ARRAYS: [&str; 3] = ["array_of_sizes", "array_of_subsizes", "array_of_starts"];
+const DARRAY_ARRAYS: [&str; 4] = [
+    "array_of_gsizes",
+    "array_of_distribs",
+    "array_of_dargs",
+    "array_of_psizes",
+];
+
+// ---------------------------------------------------------------------------------------
+// Constructors (slices in, handle out; the type of the counts says which form was
+// called, see [`Arg`])
+
 /// MPI_Type_contiguous(_c).
-pub fn contiguous_in(form: Form, count: i64, old: i32) -> MpiResult<i32> {
-    let n = count_arg(count, "count")?;
+pub fn contiguous<C: Arg>(count: C, old: i32) -> MpiResult<i32> {
+    let n = count_arg(count.wide(), "count")?;
     let o = get(old, "oldtype")?;
     let l = layout::repeat(&o.layout, n, o.extent())?;
     make_in(
-        form,
+        C::FORM,
         l,
         MPI_COMBINER_CONTIGUOUS,
-        vec![count],
+        vec![count.wide()],
         vec![],
         vec![o],
     )
@@ -389,32 +450,16 @@ fn hvector_layout(n: usize, bl: usize, stride: isize, o: &Type) -> MpiResult<Lay
     layout::repeat(&block, n, stride)
 }
 
-/// MPI_Type_vector (stride in elements of `old`).
-pub fn vector(count: i32, blocklength: i32, stride: i32, old: i32) -> MpiResult<i32> {
-    vector_in(
-        Form::Int,
-        count.into(),
-        blocklength.into(),
-        stride.into(),
-        old,
-    )
-}
-
-/// MPI_Type_vector(_c).
-pub fn vector_in(
-    form: Form,
-    count: i64,
-    blocklength: i64,
-    stride: i64,
-    old: i32,
-) -> MpiResult<i32> {
+/// MPI_Type_vector(_c) (stride in elements of `old`).
+pub fn vector<C: Arg>(count: C, blocklength: C, stride: C, old: i32) -> MpiResult<i32> {
+    let (count, blocklength, stride) = (count.wide(), blocklength.wide(), stride.wide());
     let n = count_arg(count, "count")?;
     let bl = blocklen(blocklength, "blocklength")?;
     let o = get(old, "oldtype")?;
     let st = mul(addr(stride), o.extent(), "stride x extent of oldtype")?;
     let l = hvector_layout(n, bl, st, &o)?;
     make_in(
-        form,
+        C::FORM,
         l,
         MPI_COMBINER_VECTOR,
         vec![count, blocklength, stride],
@@ -423,25 +468,15 @@ pub fn vector_in(
     )
 }
 
-/// MPI_Type_create_hvector / MPI_Type_hvector (stride in bytes).
-pub fn hvector(count: i32, blocklength: i32, stride: isize, old: i32) -> MpiResult<i32> {
-    hvector_in(Form::Int, count.into(), blocklength.into(), stride, old)
-}
-
-/// MPI_Type_create_hvector(_c).
-pub fn hvector_in(
-    form: Form,
-    count: i64,
-    blocklength: i64,
-    stride: isize,
-    old: i32,
-) -> MpiResult<i32> {
+/// MPI_Type_create_hvector(_c) / MPI_Type_hvector (stride in bytes).
+pub fn hvector<C: Arg, D: Arg>(count: C, blocklength: C, stride: D, old: i32) -> MpiResult<i32> {
+    let (count, blocklength, stride) = (count.wide(), blocklength.wide(), addr(stride.wide()));
     let n = count_arg(count, "count")?;
     let bl = blocklen(blocklength, "blocklength")?;
     let o = get(old, "oldtype")?;
     let l = hvector_layout(n, bl, stride, &o)?;
     make_in(
-        form,
+        C::FORM,
         l,
         MPI_COMBINER_HVECTOR,
         vec![count, blocklength],
@@ -458,144 +493,102 @@ fn blocks_layout(o: &Type, bls: &[usize], disps: &[isize]) -> MpiResult<Layout> 
     b.finish(false)
 }
 
-fn blocklens(bls: &[i64], n: usize) -> MpiResult<Vec<usize>> {
-    check_len(bls, n, "array_of_blocklengths")?;
-    bls[..n]
-        .iter()
+fn blocklens(bls: &[i64]) -> MpiResult<Vec<usize>> {
+    bls.iter()
         .enumerate()
         .map(|(i, &b)| blocklen(b, &format!("array_of_blocklengths[{i}]")))
         .collect()
 }
 
-/// MPI_Type_indexed (displacements in elements of `old`).
-pub fn indexed(count: i32, bls: &[i32], disps: &[i32], old: i32) -> MpiResult<i32> {
-    indexed_in(Form::Int, count.into(), &wide(bls), &wide(disps), old)
-}
-
-/// MPI_Type_indexed(_c).
-pub fn indexed_in(form: Form, count: i64, bls: &[i64], disps: &[i64], old: i32) -> MpiResult<i32> {
-    let n = count_arg(count, "count")?;
-    let b = blocklens(bls, n)?;
-    check_len(disps, n, "array_of_displacements")?;
-    let o = get(old, "oldtype")?;
-    let d = disps[..n]
+/// Displacements in elements of `o`, in bytes.
+fn scaled(disps: &[i64], o: &Type) -> MpiResult<Vec<isize>> {
+    disps
         .iter()
         .map(|&d| mul(addr(d), o.extent(), "displacement x extent of oldtype"))
-        .collect::<MpiResult<Vec<_>>>()?;
-    let l = blocks_layout(&o, &b, &d)?;
-    let mut ints = vec![count];
-    ints.extend_from_slice(&bls[..n]);
-    ints.extend_from_slice(&disps[..n]);
-    make_in(form, l, MPI_COMBINER_INDEXED, ints, vec![], vec![o])
+        .collect()
 }
 
-/// MPI_Type_create_hindexed / MPI_Type_hindexed (displacements in bytes).
-pub fn hindexed(count: i32, bls: &[i32], disps: &[isize], old: i32) -> MpiResult<i32> {
-    hindexed_in(Form::Int, count.into(), &wide(bls), disps, old)
-}
-
-/// MPI_Type_create_hindexed(_c).
-pub fn hindexed_in(
-    form: Form,
-    count: i64,
-    bls: &[i64],
-    disps: &[isize],
-    old: i32,
-) -> MpiResult<i32> {
-    let n = count_arg(count, "count")?;
-    let b = blocklens(bls, n)?;
-    check_len(disps, n, "array_of_displacements")?;
+/// MPI_Type_indexed(_c) (displacements in elements of `old`).
+pub fn indexed<C: Arg>(count: C, bls: &[C], disps: &[C], old: i32) -> MpiResult<i32> {
+    let n = count_arg(count.wide(), "count")?;
+    let bls = wide(bls, n, "array_of_blocklengths")?;
+    let b = blocklens(&bls)?;
+    let disps = wide(disps, n, "array_of_displacements")?;
     let o = get(old, "oldtype")?;
-    let l = blocks_layout(&o, &b, &disps[..n])?;
-    let mut ints = vec![count];
-    ints.extend_from_slice(&bls[..n]);
-    make_in(
-        form,
-        l,
-        MPI_COMBINER_HINDEXED,
-        ints,
-        disps[..n].to_vec(),
-        vec![o],
-    )
+    let l = blocks_layout(&o, &b, &scaled(&disps, &o)?)?;
+    let mut ints = vec![count.wide()];
+    ints.extend(bls);
+    ints.extend(disps);
+    make_in(C::FORM, l, MPI_COMBINER_INDEXED, ints, vec![], vec![o])
 }
 
-/// MPI_Type_create_indexed_block.
-pub fn indexed_block(count: i32, blocklength: i32, disps: &[i32], old: i32) -> MpiResult<i32> {
-    indexed_block_in(
-        Form::Int,
-        count.into(),
-        blocklength.into(),
-        &wide(disps),
-        old,
-    )
+/// MPI_Type_create_hindexed(_c) / MPI_Type_hindexed (displacements in bytes).
+pub fn hindexed<C: Arg, D: Arg>(count: C, bls: &[C], disps: &[D], old: i32) -> MpiResult<i32> {
+    let n = count_arg(count.wide(), "count")?;
+    let bls = wide(bls, n, "array_of_blocklengths")?;
+    let b = blocklens(&bls)?;
+    let disps = addrs(disps, n, "array_of_displacements")?;
+    let o = get(old, "oldtype")?;
+    let l = blocks_layout(&o, &b, &disps)?;
+    let mut ints = vec![count.wide()];
+    ints.extend(bls);
+    make_in(C::FORM, l, MPI_COMBINER_HINDEXED, ints, disps, vec![o])
 }
 
 /// MPI_Type_create_indexed_block(_c).
-pub fn indexed_block_in(
-    form: Form,
-    count: i64,
-    blocklength: i64,
-    disps: &[i64],
-    old: i32,
-) -> MpiResult<i32> {
-    let n = count_arg(count, "count")?;
-    let bl = blocklen(blocklength, "blocklength")?;
-    check_len(disps, n, "array_of_displacements")?;
+pub fn indexed_block<C: Arg>(count: C, blocklength: C, disps: &[C], old: i32) -> MpiResult<i32> {
+    let n = count_arg(count.wide(), "count")?;
+    let bl = blocklen(blocklength.wide(), "blocklength")?;
+    let disps = wide(disps, n, "array_of_displacements")?;
     let o = get(old, "oldtype")?;
-    let d = disps[..n]
-        .iter()
-        .map(|&d| mul(addr(d), o.extent(), "displacement x extent of oldtype"))
-        .collect::<MpiResult<Vec<_>>>()?;
-    let l = blocks_layout(&o, &vec![bl; n], &d)?;
-    let mut ints = vec![count, blocklength];
-    ints.extend_from_slice(&disps[..n]);
-    make_in(form, l, MPI_COMBINER_INDEXED_BLOCK, ints, vec![], vec![o])
-}
-
-/// MPI_Type_create_hindexed_block.
-pub fn hindexed_block(count: i32, blocklength: i32, disps: &[isize], old: i32) -> MpiResult<i32> {
-    hindexed_block_in(Form::Int, count.into(), blocklength.into(), disps, old)
-}
-
-/// MPI_Type_create_hindexed_block(_c).
-pub fn hindexed_block_in(
-    form: Form,
-    count: i64,
-    blocklength: i64,
-    disps: &[isize],
-    old: i32,
-) -> MpiResult<i32> {
-    let n = count_arg(count, "count")?;
-    let bl = blocklen(blocklength, "blocklength")?;
-    check_len(disps, n, "array_of_displacements")?;
-    let o = get(old, "oldtype")?;
-    let l = blocks_layout(&o, &vec![bl; n], &disps[..n])?;
+    let l = blocks_layout(&o, &vec![bl; n], &scaled(&disps, &o)?)?;
+    let mut ints = vec![count.wide(), blocklength.wide()];
+    ints.extend(disps);
     make_in(
-        form,
+        C::FORM,
         l,
-        MPI_COMBINER_HINDEXED_BLOCK,
-        vec![count, blocklength],
-        disps[..n].to_vec(),
+        MPI_COMBINER_INDEXED_BLOCK,
+        ints,
+        vec![],
         vec![o],
     )
 }
 
-/// MPI_Type_create_struct / MPI_Type_struct. MPI_LB and MPI_UB entries act as markers.
-pub fn structure(count: i32, bls: &[i32], disps: &[isize], types: &[i32]) -> MpiResult<i32> {
-    structure_in(Form::Int, count.into(), &wide(bls), disps, types)
+/// MPI_Type_create_hindexed_block(_c).
+pub fn hindexed_block<C: Arg, D: Arg>(
+    count: C,
+    blocklength: C,
+    disps: &[D],
+    old: i32,
+) -> MpiResult<i32> {
+    let n = count_arg(count.wide(), "count")?;
+    let bl = blocklen(blocklength.wide(), "blocklength")?;
+    let disps = addrs(disps, n, "array_of_displacements")?;
+    let o = get(old, "oldtype")?;
+    let l = blocks_layout(&o, &vec![bl; n], &disps)?;
+    let ints = vec![count.wide(), blocklength.wide()];
+    make_in(
+        C::FORM,
+        l,
+        MPI_COMBINER_HINDEXED_BLOCK,
+        ints,
+        disps,
+        vec![o],
+    )
 }
 
-/// MPI_Type_create_struct(_c).
-pub fn structure_in(
-    form: Form,
-    count: i64,
-    bls: &[i64],
-    disps: &[isize],
+/// MPI_Type_create_struct(_c) / MPI_Type_struct. MPI_LB and MPI_UB entries act as
+/// markers.
+pub fn structure<C: Arg, D: Arg>(
+    count: C,
+    bls: &[C],
+    disps: &[D],
     types: &[i32],
 ) -> MpiResult<i32> {
-    let n = count_arg(count, "count")?;
-    let b = blocklens(bls, n)?;
-    check_len(disps, n, "array_of_displacements")?;
+    let n = count_arg(count.wide(), "count")?;
+    let bls = wide(bls, n, "array_of_blocklengths")?;
+    let b = blocklens(&bls)?;
+    let disps = addrs(disps, n, "array_of_displacements")?;
     check_len(types, n, "array_of_types")?;
     let ts = types[..n]
         .iter()
@@ -607,24 +600,20 @@ pub fn structure_in(
         bld.add(&ts[i].layout, disps[i], b[i], ts[i].extent())?;
     }
     let l = bld.finish(true)?;
-    let mut ints = vec![count];
-    ints.extend_from_slice(&bls[..n]);
-    make_in(form, l, MPI_COMBINER_STRUCT, ints, disps[..n].to_vec(), ts)
-}
-
-/// MPI_Type_create_resized.
-pub fn resized(old: i32, lb: isize, extent: isize) -> MpiResult<i32> {
-    resized_in(Form::Int, old, lb, extent)
+    let mut ints = vec![count.wide()];
+    ints.extend(bls);
+    make_in(C::FORM, l, MPI_COMBINER_STRUCT, ints, disps, ts)
 }
 
 /// MPI_Type_create_resized(_c).
-pub fn resized_in(form: Form, old: i32, lb: isize, extent: isize) -> MpiResult<i32> {
+pub fn resized<D: Arg>(old: i32, lb: D, extent: D) -> MpiResult<i32> {
+    let (lb, extent) = (addr(lb.wide()), addr(extent.wide()));
     let o = get(old, "oldtype")?;
     // A negative extent is legal; such a type can be queried and built upon, but not
     // used to communicate (see `get_committed`).
     let l = o.layout.resized(lb, extent)?;
     make_in(
-        form,
+        D::FORM,
         l,
         MPI_COMBINER_RESIZED,
         vec![],
@@ -682,51 +671,21 @@ pub fn dup(old: i32) -> MpiResult<i32> {
     }
 }
 
-/// MPI_Type_create_subarray. `order` is MPI_ORDER_C or MPI_ORDER_FORTRAN.
-pub fn subarray(
+/// MPI_Type_create_subarray(_c). `order` is MPI_ORDER_C or MPI_ORDER_FORTRAN.
+pub fn subarray<C: Arg>(
     ndims: i32,
-    sizes: &[i32],
-    subsizes: &[i32],
-    starts: &[i32],
+    sizes: &[C],
+    subsizes: &[C],
+    starts: &[C],
     order: i32,
     old: i32,
 ) -> MpiResult<i32> {
-    let n = ndims.max(0) as usize;
-    let w = |a: &[i32]| wide(&a[..n.min(a.len())]);
-    subarray_in(
-        Form::Int,
-        ndims,
-        &w(sizes),
-        &w(subsizes),
-        &w(starts),
-        order,
-        old,
-    )
-}
-
-/// MPI_Type_create_subarray(_c).
-pub fn subarray_in(
-    form: Form,
-    ndims: i32,
-    sizes: &[i64],
-    subsizes: &[i64],
-    starts: &[i64],
-    order: i32,
-    old: i32,
-) -> MpiResult<i32> {
-    if ndims <= 0 {
-        return Err(err(MPI_ERR_ARG, format!("ndims={ndims} must be positive")));
-    }
-    let nd = ndims as usize;
-    check_len(sizes, nd, "array_of_sizes")?;
-    check_len(subsizes, nd, "array_of_subsizes")?;
-    check_len(starts, nd, "array_of_starts")?;
-    if order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN {
-        return Err(err(
-            MPI_ERR_ARG,
-            format!("order={order} is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN"),
-        ));
-    }
+    let lens = [sizes.len(), subsizes.len(), starts.len()];
+    let dims = grid(ndims, &lens, &SUBARRAY_ARRAYS, order)?;
+    let nd = dims.len();
+    let sizes = wide(sizes, nd, "array_of_sizes")?;
+    let subsizes = wide(subsizes, nd, "array_of_subsizes")?;
+    let starts = wide(starts, nd, "array_of_starts")?;
     for i in 0..nd {
         let (s, ss, st) = (sizes[i], subsizes[i], starts[i]);
         if s <= 0 {
@@ -752,12 +711,6 @@ pub fn subarray_in(
         }
     }
     let o = get(old, "oldtype")?;
-    // dimensions from the fastest-varying one out
-    let dims: Vec<usize> = if order == MPI_ORDER_C {
-        (0..nd).rev().collect()
-    } else {
-        (0..nd).collect()
-    };
     let mut l = o.layout.clone();
     let mut stride = o.extent();
     let mut offset: isize = 0;
@@ -771,10 +724,10 @@ pub fn subarray_in(
     let mut b = Builder::new();
     b.add(&l, offset, 1, 0)?;
     let l = b.finish(false)?.resized(0, stride)?;
-    let mut dims = sizes[..nd].to_vec();
-    dims.extend_from_slice(&subsizes[..nd]);
-    dims.extend_from_slice(&starts[..nd]);
-    let env = match form {
+    let mut dims = sizes;
+    dims.extend(subsizes);
+    dims.extend(starts);
+    let env = match C::FORM {
         Form::Int => {
             let mut ints = vec![ndims];
             ints.extend(dims.iter().map(|&v| v as i32));
@@ -852,6 +805,35 @@ pub fn contents(
     Ok((i, a, d))
 }
 
+/// The array lengths MPI_Type_get_contents(_c) writes for `h`: integers, addresses,
+/// large counts (none in the int form, which refuses a type built with any) and
+/// datatypes. `max` are the call's max_ arguments as (value, name): max_integers,
+/// max_addresses, max_large_counts (only in the _c form) and max_datatypes; none may
+/// be negative.
+pub fn contents_len(h: i32, max: &[(i64, &str)]) -> MpiResult<[usize; 4]> {
+    if let Some((v, what)) = max.iter().find(|(v, _)| *v < 0) {
+        return Err(err(MPI_ERR_ARG, format!("{what}={v} is negative")));
+    }
+    if max.len() == 4 {
+        let (ni, na, nc, nd, _) = envelope_c(h)?;
+        Ok([ni, na, nc, nd])
+    } else {
+        let (ni, na, nd, _) = envelope(h)?;
+        Ok([ni, na, 0, nd])
+    }
+}
+
+/// MPI_Type_get_contents(_c), with `max` as [`contents_len`] checked it.
+pub fn contents_of(h: i32, max: &[(i64, &str)]) -> MpiResult<Contents> {
+    let m = |i: usize| max[i].0 as usize;
+    if max.len() == 4 {
+        contents_c(h, m(0), m(1), m(2), m(3))
+    } else {
+        let (i, a, d) = contents(h, m(0), m(1), m(2))?;
+        Ok((i, a, vec![], d))
+    }
+}
+
 /// What MPI_Type_get_contents_c returns: integers, addresses, large counts, datatypes.
 pub type Contents = (Vec<i32>, Vec<isize>, Vec<i64>, Vec<i32>);
 
@@ -911,9 +893,15 @@ pub fn get_name(h: i32) -> MpiResult<String> {
     Ok(get(h, "datatype")?.name())
 }
 
-/// MPI_Type_set_name.
+/// MPI_Type_set_name: the name kept is cut to MPI_MAX_OBJECT_NAME - 1 bytes (at a
+/// character boundary).
 pub fn set_name(h: i32, name: &str) -> MpiResult<()> {
-    get(h, "datatype")?.set_name(name);
+    let t = get(h, "datatype")?;
+    let mut cut = name.len().min(MPI_MAX_OBJECT_NAME as usize - 1);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    t.set_name(&name[..cut]);
     Ok(())
 }
 
@@ -1098,43 +1086,14 @@ fn darray_blocks(
     }
 }
 
-/// MPI_Type_create_darray: the part of a `gsizes` array (in `order`) that process
+/// MPI_Type_create_darray(_c): the part of a `gsizes` array (in `order`) that process
 /// `rank` of a row-major `psizes` process grid owns; extent = the whole array.
 #[allow(clippy::too_many_arguments)]
-pub fn darray(
+pub fn darray<C: Arg>(
     size: i32,
     rank: i32,
     ndims: i32,
-    gsizes: &[i32],
-    distribs: &[i32],
-    dargs: &[i32],
-    psizes: &[i32],
-    order: i32,
-    old: i32,
-) -> MpiResult<i32> {
-    let g = wide(&gsizes[..(ndims.max(0) as usize).min(gsizes.len())]);
-    darray_in(
-        Form::Int,
-        size,
-        rank,
-        ndims,
-        &g,
-        distribs,
-        dargs,
-        psizes,
-        order,
-        old,
-    )
-}
-
-/// MPI_Type_create_darray(_c).
-#[allow(clippy::too_many_arguments)]
-pub fn darray_in(
-    form: Form,
-    size: i32,
-    rank: i32,
-    ndims: i32,
-    gsizes: &[i64],
+    gsizes: &[C],
     distribs: &[i32],
     dargs: &[i32],
     psizes: &[i32],
@@ -1150,20 +1109,10 @@ pub fn darray_in(
             format!("rank={rank} is outside 0..{size}"),
         ));
     }
-    if ndims <= 0 {
-        return Err(err(MPI_ERR_ARG, format!("ndims={ndims} must be positive")));
-    }
-    let nd = ndims as usize;
-    check_len(gsizes, nd, "array_of_gsizes")?;
-    check_len(distribs, nd, "array_of_distribs")?;
-    check_len(dargs, nd, "array_of_dargs")?;
-    check_len(psizes, nd, "array_of_psizes")?;
-    if order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN {
-        return Err(err(
-            MPI_ERR_ARG,
-            format!("order={order} is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN"),
-        ));
-    }
+    let lens = [gsizes.len(), distribs.len(), dargs.len(), psizes.len()];
+    let dims = grid(ndims, &lens, &DARRAY_ARRAYS, order)?;
+    let nd = dims.len();
+    let gsizes = wide(gsizes, nd, "array_of_gsizes")?;
     let mut nprocs: i64 = 1;
     for i in 0..nd {
         if gsizes[i] <= 0 || psizes[i] <= 0 {
@@ -1191,11 +1140,6 @@ pub fn darray_in(
         rem /= psizes[i];
     }
     let o = get(old, "oldtype")?;
-    let dims: Vec<usize> = if order == MPI_ORDER_C {
-        (0..nd).rev().collect()
-    } else {
-        (0..nd).collect()
-    };
     let mut l = o.layout.clone();
     let mut stride = o.extent();
     for &d in &dims {
@@ -1215,12 +1159,12 @@ pub fn darray_in(
     let l = l.resized(0, stride)?;
     let mut ints = vec![size, rank, ndims];
     // (the large form keeps the global sizes as large counts, the rest as integers)
-    let counts = match form {
+    let counts = match C::FORM {
         Form::Int => {
-            ints.extend(gsizes[..nd].iter().map(|&g| g as i32));
+            ints.extend(gsizes.iter().map(|&g| g as i32));
             vec![]
         }
-        Form::Large => gsizes[..nd].to_vec(),
+        Form::Large => gsizes,
     };
     ints.extend_from_slice(&distribs[..nd]);
     ints.extend_from_slice(&dargs[..nd]);

@@ -134,6 +134,21 @@ fn walk(t: &Type, times: usize, out: &mut Vec<(&'static Predef, usize)>) -> MpiR
     walk(old, times * (t.size() / old.size().max(1)), out)
 }
 
+/// The datarep argument of MPI_Pack_external and the like: "external32" is the only
+/// representation there is.
+pub fn check_rep(rep: &std::ffi::CStr) -> MpiResult<()> {
+    if rep.to_bytes() == b"external32" {
+        return Ok(());
+    }
+    Err(err(
+        MPI_ERR_ARG,
+        format!(
+            "datarep={:?}: the only representation is \"external32\"",
+            rep.to_string_lossy()
+        ),
+    ))
+}
+
 /// External32 bytes of `count` instances of `t`.
 pub fn size(t: &Type, count: usize) -> MpiResult<usize> {
     let per: usize = signature(t)?

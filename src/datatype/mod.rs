@@ -26,7 +26,7 @@
 //!   only need the two numbers).
 //!
 //! Unsafe code here (every block has its SAFETY line):
-//! - `pack_at`/`unpack_at` call [`pack::pack`]/[`pack::unpack`] on a slice; pack.rs
+//! - `pack_slice`/`unpack_slice` call [`pack::pack`]/[`pack::unpack`] on a slice; pack.rs
 //!   walks a datatype's byte displacements from a raw origin (only `pack::raw` touches
 //!   user memory). The other submodules deny unsafe code.
 pub mod derived;
@@ -128,6 +128,16 @@ pub fn get_elements(t: &Type, bytes: u64) -> Option<u64> {
     } else {
         Some(n)
     }
+}
+
+/// MPI_Get_count: the whole instances of `t` in `bytes` bytes. None (MPI_UNDEFINED) if
+/// the bytes are not a whole number of them.
+pub fn count_of(t: &Type, bytes: u64) -> Option<u64> {
+    let size = t.size() as u64;
+    if size == 0 {
+        return (bytes == 0).then_some(0);
+    }
+    bytes.is_multiple_of(size).then_some(bytes / size)
 }
 
 /// The inverse of [`get_elements`]: the bytes that the first `n` basic elements of a

@@ -6,8 +6,12 @@
 //! Unsafe code here (every block has its SAFETY line):
 //! - the user-memory accesses of `raw` and the typed block loops; a datatype addresses
 //!   bytes by displacement from an origin, which no slice can describe.
-use super::derived::Type;
+//! - MPI_Pack's and MPI_Unpack's user buffers (`Packing`), the C caller's addresses.
+use super::derived::{Type, TypeRef};
+use super::external;
 use super::layout::Layout;
+use crate::abi::*;
+use crate::error::{err, MpiResult};
 
 /// Calls `f(user_offset, pos, len)` for each contiguous piece of packed-stream bytes
 /// `[skip, skip + len)` of `count` instances with `extent` bytes between instances;
@@ -202,4 +206,160 @@ mod raw {
             std::ptr::copy_nonoverlapping(src.as_ptr(), origin.wrapping_offset(off), src.len())
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// MPI_Pack, MPI_Unpack, MPI_Pack_size and their external32 forms
+
+/// The representation a pack call writes: this machine's (MPI_Pack) or "external32"
+/// (MPI_Pack_external, datatype/external.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rep {
+    Native,
+    External32,
+}
+
+/// The bytes of `count` instances of `t` in this machine's packed form (`count` is the
+/// argument as given, for the message).
+fn native_bytes(t: &Type, n: usize, count: i64) -> MpiResult<usize> {
+    super::packed_size(t, n).ok_or_else(|| {
+        err(
+            MPI_ERR_COUNT,
+            format!("count={count} x size {} overflows", t.size()),
+        )
+    })
+}
+
+/// The bytes of `count` instances of `t` in `rep`.
+fn rep_bytes(rep: Rep, t: &Type, n: usize, count: i64) -> MpiResult<usize> {
+    match rep {
+        Rep::Native => native_bytes(t, n, count),
+        Rep::External32 => external::size(t, n),
+    }
+}
+
+/// The position argument: `pos + bytes` must fit in `cap` (`capname` names it).
+fn window(rep: Rep, pos: i64, bytes: usize, cap: i64, capname: &str) -> MpiResult<usize> {
+    if pos < 0 {
+        return Err(err(MPI_ERR_ARG, format!("position={pos} is negative")));
+    }
+    if cap < 0 {
+        return Err(err(MPI_ERR_ARG, format!("{capname}={cap} is negative")));
+    }
+    if (pos as u64)
+        .checked_add(bytes as u64)
+        .is_none_or(|end| end > cap as u64)
+    {
+        let what = match rep {
+            Rep::Native => "packed",
+            Rep::External32 => "external32",
+        };
+        return Err(err(
+            MPI_ERR_TRUNCATE,
+            format!("{bytes} {what} bytes at position={pos} do not fit in {capname}={cap} bytes"),
+        ));
+    }
+    Ok(pos as usize)
+}
+
+/// A pack or unpack call whose count, datatype and position arguments are checked:
+/// `count` instances of `t` take `bytes` bytes in `rep`, at byte `pos` of the packed
+/// buffer.
+pub struct Packing {
+    pub rep: Rep,
+    pub count: usize,
+    pub t: TypeRef,
+    pub bytes: usize,
+    pub pos: usize,
+    /// This machine's packed form of the data (external32 converts it).
+    native: usize,
+}
+
+impl Packing {
+    /// Checks the arguments: `count` instances (named `arg`) of `datatype` at
+    /// `position` of a packed buffer of `cap` bytes (named `capname`).
+    pub fn new(
+        rep: Rep,
+        count: i64,
+        arg: &str,
+        datatype: i32,
+        position: i64,
+        cap: i64,
+        capname: &str,
+    ) -> MpiResult<Packing> {
+        let (n, t, bytes) = typed(rep, count, arg, datatype)?;
+        let pos = window(rep, position, bytes, cap, capname)?;
+        let native = match rep {
+            Rep::Native => bytes,
+            Rep::External32 if bytes > 0 => native_bytes(&t, n, count)?,
+            Rep::External32 => 0,
+        };
+        Ok(Packing {
+            rep,
+            count: n,
+            t,
+            bytes,
+            pos,
+            native,
+        })
+    }
+
+    /// Packs the data at `origin` into `out` (the `bytes` bytes from `pos` on); returns
+    /// the new position.
+    ///
+    /// # Safety
+    /// `origin` holds `count` instances of the datatype (MPI_Pack's `inbuf`, valid as the
+    /// MPI standard requires of its caller).
+    pub unsafe fn pack(&self, origin: *const u8, out: &mut [u8]) -> MpiResult<usize> {
+        let (t, n) = (&self.t, self.count);
+        match self.rep {
+            // SAFETY: `origin` holds `count` instances (this function's contract).
+            Rep::Native => unsafe { pack(t, n, origin, out, 0) },
+            Rep::External32 => {
+                let mut native = vec![0u8; self.native];
+                // SAFETY: as above.
+                unsafe { pack(t, n, origin, &mut native, 0) };
+                external::to_external(t, n, &native, out)?;
+            }
+        }
+        Ok(self.pos + self.bytes)
+    }
+
+    /// Unpacks `inp` (the `bytes` bytes from `pos` on) into the data at `origin`;
+    /// returns the new position.
+    ///
+    /// # Safety
+    /// `origin` has room for `count` instances of the datatype and does not overlap
+    /// `inp` (MPI_Unpack's `outbuf`, valid as the MPI standard requires of its caller).
+    pub unsafe fn unpack(&self, inp: &[u8], origin: *mut u8) -> MpiResult<usize> {
+        let (t, n) = (&self.t, self.count);
+        match self.rep {
+            // SAFETY: `origin` has room for `count` instances (this function's contract).
+            Rep::Native => unsafe { unpack(t, n, origin, inp, 0) },
+            Rep::External32 => {
+                let mut native = vec![0u8; self.native];
+                external::from_external(t, n, inp, &mut native)?;
+                // SAFETY: as above.
+                unsafe { unpack(t, n, origin, &native, 0) };
+            }
+        }
+        Ok(self.pos + self.bytes)
+    }
+}
+
+/// The count and datatype arguments of a pack call: (count, type, bytes in `rep`).
+fn typed(rep: Rep, count: i64, arg: &str, datatype: i32) -> MpiResult<(usize, TypeRef, usize)> {
+    if count < 0 {
+        return Err(err(MPI_ERR_COUNT, format!("{arg}={count} is negative")));
+    }
+    let n = count as usize;
+    let t = super::lookup_arg(datatype, "datatype")?;
+    let bytes = rep_bytes(rep, &t, n, count)?;
+    Ok((n, t, bytes))
+}
+
+/// MPI_Pack_size / MPI_Pack_external_size: the bytes `incount` instances of `datatype`
+/// take in `rep`.
+pub fn pack_size(rep: Rep, incount: i64, datatype: i32) -> MpiResult<usize> {
+    Ok(typed(rep, incount, "incount", datatype)?.2)
 }

@@ -12,6 +12,36 @@
 #![allow(clippy::macro_metavars_in_unsafe)]
 #![allow(non_snake_case)]
 
+/// Exports an int form and its MPI-4 large-count twin from one declaration: `MPI_X` and
+/// `PMPI_X` with `Count` = int and `Disp` = MPI_Aint, `MPI_X_c` and `PMPI_X_c` with both
+/// MPI_Count; `NAME` is the MPI name of each. The rest is as [`mpi_entry!`] takes it.
+macro_rules! counted {
+    ($mpi:ident, $pmpi:ident, $mpic:ident, $pmpic:ident, $($rest:tt)*) => {
+        // (the bodies widen `Count` with `into` and `as`, which are the identity in one
+        // of the two forms)
+        #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+        const _: () = {
+            #[allow(dead_code)]
+            type Count = ::std::os::raw::c_int;
+            #[allow(dead_code)]
+            type Disp = isize;
+            #[allow(dead_code)]
+            const NAME: &str = stringify!($mpi);
+            $crate::mpi_entry!($mpi, $pmpi, $($rest)*);
+        };
+        #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+        const _: () = {
+            #[allow(dead_code)]
+            type Count = i64;
+            #[allow(dead_code)]
+            type Disp = i64;
+            #[allow(dead_code)]
+            const NAME: &str = stringify!($mpic);
+            $crate::mpi_entry!($mpic, $pmpic, $($rest)*);
+        };
+    };
+}
+
 pub mod c;
 pub mod check;
 pub mod typed;

@@ -30,14 +30,7 @@ mpi_entry!(MPI_Comm_test_inter, PMPI_Comm_test_inter, (comm: i32, flag: *mut c_i
 
 mpi_entry!(MPI_Comm_set_name, PMPI_Comm_set_name, (comm: i32, comm_name: *const c_char), errcomm = comm, {
     let c = check::comm(comm)?;
-    if comm_name.is_null() {
-        return Err(err(MPI_ERR_ARG, "comm_name is NULL"));
-    }
-    // SAFETY: a NUL-terminated string from the caller.
-    let s = unsafe { std::ffi::CStr::from_ptr(comm_name) }.to_string_lossy();
-    let max = MPI_MAX_OBJECT_NAME as usize - 1;
-    let s: String = s.chars().take(max).collect();
-    *c.name.lock().unwrap() = s;
+    c.set_name(&super::info::c_str(comm_name, "comm_name")?);
     Ok(())
 });
 
@@ -65,61 +58,37 @@ fn put_comm(
 
 mpi_entry!(MPI_Comm_dup, PMPI_Comm_dup, (comm: i32, newcomm: *mut i32), errcomm = comm, {
     let c = check::comm(comm)?;
-    if newcomm.is_null() {
-        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
-    }
+    check::not_null(newcomm, "newcomm")?;
     put_comm(newcomm, Some(dup_or_null(&c, newcomm)?))
 });
 
-/// MPI_Comm_idup(_with_info): the nonblocking form of MPI_Comm_dup. It takes its turn
-/// among the communicator's collectives now and completes in the progress engine;
-/// newcomm is written when it completes (MPI_COMM_NULL if it fails). `check_args`: the
-/// hint of the info argument, if any.
+/// MPI_Comm_idup(_with_info): newcomm is written when the duplicate is made.
 fn idup(
     name: &'static str,
-    comm: i32,
+    c: &std::sync::Arc<crate::comm::Comm>,
     check_args: Option<bool>,
     newcomm: *mut i32,
     request: *mut i32,
 ) -> crate::error::MpiResult<()> {
-    let c = check::comm(comm)?;
-    if newcomm.is_null() {
-        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
-    }
-    if request.is_null() {
-        return Err(err(MPI_ERR_ARG, "request is NULL"));
-    }
-    let t = crate::coll::ticket(&c);
+    check::not_null(newcomm, "newcomm")?;
+    check::not_null(request, "request")?;
     let out = super::persist::Captured(newcomm);
-    let cc = c.clone();
-    let fut: crate::coll::nb::CollFuture = Box::pin(async move {
-        let r = create::dup_in_turn(&cc, t).await;
-        if let (Ok(d), Some(v)) = (&r, check_args) {
-            d.coll
-                .check_args
-                .store(v, std::sync::atomic::Ordering::Relaxed);
-        }
-        let h = r.as_ref().map_or(MPI_COMM_NULL, |d| d.handle);
-        // SAFETY: the program keeps newcomm valid until the request completes (MPI-3.1
-        // section 6.4.2: it may not be used before).
-        unsafe { out.get().write(h) };
-        r.map(|_| ())
-            .map_err(|e| crate::error::MpiError::new(e.class, format!("{name}: {}", e.msg)))
-    });
-    let id = crate::coll::nb::start(&c, fut)?;
+    // SAFETY: the program keeps newcomm valid until the request completes (MPI-3.1
+    // section 6.4.2: it may not be used before).
+    let id = create::idup(c, check_args, name, move |h| unsafe { out.get().write(h) })?;
     // SAFETY: `request`: passed on from the entry point, valid as the MPI caller must pass it.
     unsafe { check::out(request, super::p2p::req_handle(id), "request") }
 }
 
 mpi_entry!(MPI_Comm_idup, PMPI_Comm_idup, (comm: i32, newcomm: *mut i32, request: *mut i32), errcomm = comm, {
-    idup("MPI_Comm_idup", comm, None, newcomm, request)
+    idup("MPI_Comm_idup", &check::comm(comm)?, None, newcomm, request)
 });
 
 mpi_entry!(MPI_Comm_idup_with_info, PMPI_Comm_idup_with_info, (comm: i32, info: i32, newcomm: *mut i32, request: *mut i32), errcomm = comm, {
-    check::comm(comm)?;
-    let hint = check_args_hint(info)?;
+    let c = check::comm(comm)?;
     // As MPI_Comm_dup_with_info: the duplicate takes the info's hints, not the parent's.
-    idup("MPI_Comm_idup_with_info", comm, Some(hint.unwrap_or(true)), newcomm, request)
+    let hint = create::check_args_hint(info)?.unwrap_or(true);
+    idup("MPI_Comm_idup_with_info", &c, Some(hint), newcomm, request)
 });
 
 /// MPI_Comm_dup's result; on failure (an attribute copy callback failed) newcomm is
@@ -133,91 +102,40 @@ fn dup_or_null(
     })
 }
 
-/// The one hint shmpi reads: "shmpi_check_args" = "false" turns the collective
-/// argument-agreement check off on a communicator (coll/agree.rs); every process must
-/// pass the same value. `None`: the info does not set it.
-fn check_args_hint(info: i32) -> crate::error::MpiResult<Option<bool>> {
-    match super::info::value(info, "shmpi_check_args", "info")?.as_deref() {
-        Some("false") | Some("0") => Ok(Some(false)),
-        Some("true") | Some("1") => Ok(Some(true)),
-        None => Ok(None),
-        Some(v) => Err(err(
-            MPI_ERR_INFO,
-            format!("info key shmpi_check_args={v:?}: the value must be \"true\" or \"false\""),
-        )),
-    }
-}
-
 mpi_entry!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm: i32, info: i32, newcomm: *mut i32), errcomm = comm, {
     let c = check::comm(comm)?;
-    let check_args = check_args_hint(info)?.unwrap_or(true);
-    if newcomm.is_null() {
-        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
-    }
+    let check_args = create::check_args_hint(info)?.unwrap_or(true);
+    check::not_null(newcomm, "newcomm")?;
     let d = dup_or_null(&c, newcomm)?;
-    d.coll.check_args
-        .store(check_args, std::sync::atomic::Ordering::Relaxed);
+    d.coll.check_args.store(check_args, std::sync::atomic::Ordering::Relaxed);
     put_comm(newcomm, Some(d))
 });
 
 mpi_entry!(MPI_Comm_set_info, PMPI_Comm_set_info, (comm: i32, info: i32), errcomm = comm, {
-    let c = check::comm(comm)?;
-    if let Some(v) = check_args_hint(info)? {
-        c.coll.check_args.store(v, std::sync::atomic::Ordering::Relaxed);
-    }
-    Ok(())
+    create::set_info(&*check::comm(comm)?, info)
 });
 
 mpi_entry!(MPI_Comm_get_info, PMPI_Comm_get_info, (comm: i32, info_used: *mut i32), errcomm = comm, {
-    let c = check::comm(comm)?;
-    let on = c.coll.check_args.load(std::sync::atomic::Ordering::Relaxed);
-    let h = super::info::new_info(vec![("shmpi_check_args".to_string(), on.to_string())]);
-    check::out(info_used, h, "info_used")
+    check::out(info_used, create::info_of(&*check::comm(comm)?), "info_used")
 });
 
 mpi_entry!(MPI_Comm_split, PMPI_Comm_split, (comm: i32, color: c_int, key: c_int, newcomm: *mut i32), errcomm = comm, {
     let c = check::comm(comm)?;
-    if newcomm.is_null() {
-        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
-    }
+    check::not_null(newcomm, "newcomm")?;
     put_comm(newcomm, create::split(&c, color, key)?)
 });
 
 mpi_entry!(MPI_Comm_split_type, PMPI_Comm_split_type, (comm: i32, split_type: c_int, key: c_int, info: i32, newcomm: *mut i32), errcomm = comm, {
     let c = check::comm(comm)?;
     super::info::check_arg(info, "info")?;
-    if newcomm.is_null() {
-        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
-    }
-    // Every rank shares this machine's memory: one colour for MPI_COMM_TYPE_SHARED.
-    // MPI_COMM_TYPE_HW_GUIDED splits by the resource its info names (key
-    // "mpi_hw_resource_type"); the one resource shmpi knows is "mpi_shared_memory" (the
-    // machine), and any other, a missing key or MPI_INFO_NULL give MPI_COMM_NULL
-    // (MPI-4.0 7.4.2). MPI_COMM_TYPE_HW_UNGUIDED wants a strict subset of the group by
-    // some hardware level; ranks are not bound to cores or sockets, so there is none
-    // below the machine: MPI_COMM_NULL.
-    let color = match split_type {
-        MPI_UNDEFINED | MPI_COMM_TYPE_HW_UNGUIDED => MPI_UNDEFINED,
-        MPI_COMM_TYPE_SHARED => 0,
-        MPI_COMM_TYPE_HW_GUIDED => {
-            let resource = super::info::value(info, "mpi_hw_resource_type", "info")?;
-            if resource.as_deref() == Some("mpi_shared_memory") {
-                0
-            } else {
-                MPI_UNDEFINED
-            }
-        }
-        t => return Err(err(MPI_ERR_ARG, format!("split_type={t} is not a known split type"))),
-    };
-    put_comm(newcomm, create::split(&c, color, key)?)
+    check::not_null(newcomm, "newcomm")?;
+    put_comm(newcomm, create::split_type(&c, split_type, key, info)?)
 });
 
 mpi_entry!(MPI_Comm_create, PMPI_Comm_create, (comm: i32, group: i32, newcomm: *mut i32), errcomm = comm, {
     let c = check::comm(comm)?;
     let g = group::get(group, "group")?;
-    if newcomm.is_null() {
-        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
-    }
+    check::not_null(newcomm, "newcomm")?;
     put_comm(newcomm, create::create(&c, &g)?)
 });
 
@@ -225,9 +143,7 @@ mpi_entry!(MPI_Comm_create_group, PMPI_Comm_create_group, (comm: i32, group: i32
     let c = check::comm(comm)?;
     let g = group::get(group, "group")?;
     check::send_tag(tag)?;
-    if newcomm.is_null() {
-        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
-    }
+    check::not_null(newcomm, "newcomm")?;
     if c.is_inter() {
         return Err(err(MPI_ERR_COMM, "MPI_Comm_create_group needs an intracommunicator"));
     }
@@ -305,19 +221,27 @@ mpi_entry!(MPI_Group_excl, PMPI_Group_excl, (group: i32, n: c_int, ranks: *const
     new_group(newgroup, group::excl(&g, r)?)
 });
 
-mpi_entry!(MPI_Group_range_incl, PMPI_Group_range_incl, (group: i32, n: c_int, ranges: *const [c_int; 3], newgroup: *mut i32), errcomm = MPI_COMM_WORLD, {
+/// A group and the ranks its `n` (first, last, stride) triplets name.
+fn ranges_of(
+    group: i32,
+    n: c_int,
+    ranges: *const [c_int; 3],
+) -> crate::error::MpiResult<(std::sync::Arc<group::Group>, Vec<c_int>)> {
     crate::runtime::job()?;
     let g = group::get(group, "group")?;
-    let r = check::array(ranges, check::count(n, "n")?, "ranges")?;
+    // SAFETY: `ranges`: passed on from the entry point, valid as the MPI caller must pass it.
+    let r = unsafe { check::array(ranges, check::count(n, "n")?, "ranges") }?;
     let ranks = group::expand_ranges(&g, r)?;
+    Ok((g, ranks))
+}
+
+mpi_entry!(MPI_Group_range_incl, PMPI_Group_range_incl, (group: i32, n: c_int, ranges: *const [c_int; 3], newgroup: *mut i32), errcomm = MPI_COMM_WORLD, {
+    let (g, ranks) = ranges_of(group, n, ranges)?;
     new_group(newgroup, group::incl(&g, &ranks)?)
 });
 
 mpi_entry!(MPI_Group_range_excl, PMPI_Group_range_excl, (group: i32, n: c_int, ranges: *const [c_int; 3], newgroup: *mut i32), errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
-    let g = group::get(group, "group")?;
-    let r = check::array(ranges, check::count(n, "n")?, "ranges")?;
-    let ranks = group::expand_ranges(&g, r)?;
+    let (g, ranks) = ranges_of(group, n, ranges)?;
     new_group(newgroup, group::excl(&g, &ranks)?)
 });
 
@@ -345,15 +269,7 @@ mpi_entry!(MPI_Group_translate_ranks, PMPI_Group_translate_ranks, (group1: i32, 
     let n = check::count(n, "n")?;
     let r1 = check::array(ranks1, n, "ranks1")?;
     let r2 = check::array_mut(ranks2, n, "ranks2")?;
-    for (i, &r) in r1.iter().enumerate() {
-        r2[i] = if r == MPI_PROC_NULL {
-            MPI_PROC_NULL
-        } else if r < 0 || r as usize >= a.size() {
-            return Err(err(MPI_ERR_RANK, format!("ranks1[{i}]={r} is not a rank of group1 (size {})", a.size())));
-        } else {
-            b.rank_of_world(a.ranks[r as usize]).map_or(MPI_UNDEFINED, |x| x as c_int)
-        };
-    }
+    r2.copy_from_slice(&group::translate(&a, &b, r1)?);
     Ok(())
 });
 
@@ -372,13 +288,28 @@ mpi_entry!(MPI_Group_free, PMPI_Group_free, (group: *mut i32), errcomm = MPI_COM
 
 // ---------------------------------------------------------------- attributes
 
-mpi_entry!(MPI_Comm_create_keyval, PMPI_Comm_create_keyval, (copy_fn: Option<attr::CopyFn>, delete_fn: Option<attr::DeleteFn>, keyval: *mut c_int, extra_state: *mut c_void), errcomm = MPI_COMM_WORLD, {
+fn create_keyval(
+    copy: Option<attr::CopyFn>,
+    delete: Option<attr::DeleteFn>,
+    keyval: *mut c_int,
+    extra: *mut c_void,
+    arg: &str,
+) -> crate::error::MpiResult<()> {
     crate::runtime::job()?;
-    check::out(keyval, attr::create_keyval(attr::Kind::Comm, copy_fn, delete_fn, extra_state), "comm_keyval")
+    // SAFETY: `keyval`: passed on from the entry point, valid as the MPI caller must pass it.
+    unsafe {
+        check::out(
+            keyval,
+            attr::create_keyval(attr::Kind::Comm, copy, delete, extra),
+            arg,
+        )
+    }
+}
+mpi_entry!(MPI_Comm_create_keyval, PMPI_Comm_create_keyval, (copy_fn: Option<attr::CopyFn>, delete_fn: Option<attr::DeleteFn>, keyval: *mut c_int, extra_state: *mut c_void), errcomm = MPI_COMM_WORLD, {
+    create_keyval(copy_fn, delete_fn, keyval, extra_state, "comm_keyval")
 });
 mpi_entry!(MPI_Keyval_create, PMPI_Keyval_create, (copy_fn: Option<attr::CopyFn>, delete_fn: Option<attr::DeleteFn>, keyval: *mut c_int, extra_state: *mut c_void), errcomm = MPI_COMM_WORLD, {
-    crate::runtime::job()?;
-    check::out(keyval, attr::create_keyval(attr::Kind::Comm, copy_fn, delete_fn, extra_state), "keyval")
+    create_keyval(copy_fn, delete_fn, keyval, extra_state, "keyval")
 });
 
 fn free_keyval(keyval: *mut c_int) -> crate::error::MpiResult<()> {
@@ -401,19 +332,18 @@ pub extern "C" fn shmpi_attr_fortran(on: c_int) {
     attr::fortran_calls(on != 0);
 }
 
-fn set_attr(comm: i32, key: c_int, val: *mut c_void) -> crate::error::MpiResult<()> {
-    let c = check::comm(comm)?;
-    attr::set(&c, key, val as usize)
-}
-mpi_entry!(MPI_Comm_set_attr, PMPI_Comm_set_attr, (comm: i32, comm_keyval: c_int, attribute_val: *mut c_void), errcomm = comm, { set_attr(comm, comm_keyval, attribute_val) });
-mpi_entry!(MPI_Attr_put, PMPI_Attr_put, (comm: i32, keyval: c_int, attribute_val: *mut c_void), errcomm = comm, { set_attr(comm, keyval, attribute_val) });
-
-fn delete_attr(comm: i32, key: c_int) -> crate::error::MpiResult<()> {
-    let c = check::comm(comm)?;
-    attr::delete(&c, key)
-}
-mpi_entry!(MPI_Comm_delete_attr, PMPI_Comm_delete_attr, (comm: i32, comm_keyval: c_int), errcomm = comm, { delete_attr(comm, comm_keyval) });
-mpi_entry!(MPI_Attr_delete, PMPI_Attr_delete, (comm: i32, keyval: c_int), errcomm = comm, { delete_attr(comm, keyval) });
+mpi_entry!(MPI_Comm_set_attr, PMPI_Comm_set_attr, (comm: i32, comm_keyval: c_int, attribute_val: *mut c_void), errcomm = comm, {
+    attr::set(&check::comm(comm)?, comm_keyval, attribute_val as usize)
+});
+mpi_entry!(MPI_Attr_put, PMPI_Attr_put, (comm: i32, keyval: c_int, attribute_val: *mut c_void), errcomm = comm, {
+    attr::set(&check::comm(comm)?, keyval, attribute_val as usize)
+});
+mpi_entry!(MPI_Comm_delete_attr, PMPI_Comm_delete_attr, (comm: i32, comm_keyval: c_int), errcomm = comm, {
+    attr::delete(&check::comm(comm)?, comm_keyval)
+});
+mpi_entry!(MPI_Attr_delete, PMPI_Attr_delete, (comm: i32, keyval: c_int), errcomm = comm, {
+    attr::delete(&check::comm(comm)?, keyval)
+});
 
 // ---------------------------------------------------------------- intercommunicators
 
@@ -421,9 +351,7 @@ mpi_entry!(MPI_Intercomm_create, PMPI_Intercomm_create, (local_comm: i32, local_
     let local = check::comm(local_comm)?;
     let leader = check::root(local_leader, &local).map_err(|_| err(MPI_ERR_RANK, format!("local_leader={local_leader} is not a rank of local_comm (size {})", local.size())))?;
     check::send_tag(tag)?;
-    if newintercomm.is_null() {
-        return Err(err(MPI_ERR_ARG, "newintercomm is NULL"));
-    }
+    check::not_null(newintercomm, "newintercomm")?;
     // peer_comm is significant only at the local leader.
     let peer = if local.rank == leader { check::comm(peer_comm)? } else { local.clone() };
     let c = crate::create::inter::create(&local, leader, &peer, remote_leader, tag)?;
@@ -432,9 +360,7 @@ mpi_entry!(MPI_Intercomm_create, PMPI_Intercomm_create, (local_comm: i32, local_
 
 mpi_entry!(MPI_Intercomm_merge, PMPI_Intercomm_merge, (intercomm: i32, high: c_int, newintracomm: *mut i32), errcomm = intercomm, {
     let c = crate::create::inter::get_inter(check::comm(intercomm)?.handle)?;
-    if newintracomm.is_null() {
-        return Err(err(MPI_ERR_ARG, "newintracomm is NULL"));
-    }
+    check::not_null(newintracomm, "newintracomm")?;
     let m = crate::create::inter::merge(&c, high != 0)?;
     check::out(newintracomm, m.handle, "newintracomm")
 });

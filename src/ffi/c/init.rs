@@ -36,9 +36,7 @@ mpi_entry!(MPI_Finalize, PMPI_Finalize, (), errcomm = MPI_COMM_WORLD, {
 
 mpi_entry!(MPI_Abort, PMPI_Abort, (comm: i32, errorcode: c_int), errcomm = MPI_COMM_WORLD, {
     let _ = comm;
-    let r = runtime::rank_for_messages();
-    crate::process::say(&format!("shmpi: rank {r} called MPI_Abort with error code {errorcode}"));
-    runtime::abort_job(errorcode)
+    crate::init::abort(errorcode)
 });
 
 mpi_entry!(MPI_Query_thread, PMPI_Query_thread, (provided: *mut c_int), errcomm = MPI_COMM_WORLD, {
@@ -95,25 +93,13 @@ mpi_entry!(MPI_Get_processor_name, PMPI_Get_processor_name, (name: *mut c_char, 
     check::out(resultlen, n, "resultlen")
 });
 
-/// The MPI level whose API mpi.h declares.
-pub const VERSION: (c_int, c_int) = (3, 1);
-
 mpi_entry!(MPI_Get_version, PMPI_Get_version, (version: *mut c_int, subversion: *mut c_int), errcomm = MPI_COMM_WORLD, {
-    check::out(version, VERSION.0, "version")?;
-    check::out(subversion, VERSION.1, "subversion")
+    check::out(version, crate::init::VERSION.0, "version")?;
+    check::out(subversion, crate::init::VERSION.1, "subversion")
 });
 
-pub fn library_version() -> String {
-    format!(
-        "shmpi {} (MPI {}.{}, MPICH ABI; shared-memory ranks on one machine)",
-        env!("CARGO_PKG_VERSION"),
-        VERSION.0,
-        VERSION.1
-    )
-}
-
 mpi_entry!(MPI_Get_library_version, PMPI_Get_library_version, (version: *mut c_char, resultlen: *mut c_int), errcomm = MPI_COMM_WORLD, {
-    let n = check::c_string(version, MPI_MAX_LIBRARY_VERSION_STRING as usize, &library_version(), "version")?;
+    let n = check::c_string(version, MPI_MAX_LIBRARY_VERSION_STRING as usize, &crate::init::library_version(), "version")?;
     check::out(resultlen, n, "resultlen")
 });
 
@@ -195,106 +181,18 @@ mpi_entry!(MPI_Errhandler_free, PMPI_Errhandler_free, (errhandler: *mut i32), er
     check::out(errhandler, MPI_ERRHANDLER_NULL, "errhandler")
 });
 mpi_entry!(MPI_Comm_call_errhandler, PMPI_Comm_call_errhandler, (comm: i32, errorcode: c_int), errcomm = MPI_COMM_WORLD, {
-    let c = check::comm(comm)?;
-    match c.errhandler.load(Ordering::Relaxed) {
-        MPI_ERRORS_RETURN => Ok(()),
-        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => {
-            let s = crate::error::code_string(errorcode).unwrap_or_else(|| format!("error code {errorcode}"));
-            crate::process::say(&format!("shmpi: rank {}: fatal error (MPI_Comm_call_errhandler): {s}", c.rank));
-            runtime::abort_job(1)
-        }
-        eh => {
-            crate::comm::call_user_errhandler(eh, comm, errorcode);
-            Ok(())
-        }
-    }
+    crate::comm::errhandler::invoke(&*check::comm(comm)?, comm, errorcode)
 });
 
 // ---------------------------------------------------------------- attributes
 
-struct AttrVals {
-    tag_ub: c_int,
-    host: c_int,
-    io: c_int,
-    wtime_is_global: c_int,
-    appnum: c_int,
-    universe_size: c_int,
-    lastusedcode: c_int,
-}
-
-static mut ATTRS: AttrVals = AttrVals {
-    tag_ub: check::TAG_UB,
-    host: MPI_PROC_NULL,
-    io: MPI_ANY_SOURCE,
-    wtime_is_global: 1,
-    appnum: 0,
-    universe_size: 1,
-    // (at least MPI_ERR_LASTCODE, the standard's rule; no codes are added)
-    lastusedcode: MPI_ERR_LASTCODE,
-};
-
-/// Looks up a predefined attribute; `Some(pointer to its int value)`.
-fn predefined_attr(key: c_int) -> Option<*mut c_int> {
-    let (size, appnum) = runtime::job()
-        .map(|j| (j.size as c_int, j.appnum as c_int))
-        .unwrap_or((1, 0));
-    // SAFETY: ATTRS is written only here, under the library's serialised calls, and its
-    // fields live for the whole process as the standard requires of attribute values.
-    unsafe {
-        let a = &raw mut ATTRS;
-        (*a).universe_size = size;
-        (*a).appnum = appnum;
-        (*a).lastusedcode = crate::error::last_dynamic().unwrap_or(MPI_ERR_LASTCODE);
-        Some(match key {
-            MPI_TAG_UB => &raw mut (*a).tag_ub,
-            MPI_HOST => &raw mut (*a).host,
-            MPI_IO => &raw mut (*a).io,
-            MPI_WTIME_IS_GLOBAL => &raw mut (*a).wtime_is_global,
-            MPI_APPNUM => &raw mut (*a).appnum,
-            MPI_UNIVERSE_SIZE => &raw mut (*a).universe_size,
-            MPI_LASTUSEDCODE => &raw mut (*a).lastusedcode,
-            _ => return None,
-        })
-    }
-}
-
 fn get_attr(comm: i32, key: c_int, val: *mut c_void, flag: *mut c_int) -> MpiResult<()> {
-    check::comm(comm)?;
-    if val.is_null() {
-        return Err(err(MPI_ERR_ARG, "attribute_val is NULL"));
-    }
-    match predefined_attr(key) {
-        Some(p) => {
-            // SAFETY: `val as *mut *mut c_int`: passed on from the entry point,
-            // valid as the MPI caller must pass it.
-            unsafe { check::out(val as *mut *mut c_int, p, "attribute_val") }?;
-            // SAFETY: `flag`: passed on from the entry point, valid as the MPI caller must pass it.
-            unsafe { check::out(flag, 1, "flag") }
-        }
-        None if crate::attr::is_user_keyval(key) => {
-            let c = check::comm(comm)?;
-            match crate::attr::get(&c, key)? {
-                Some(v) => {
-                    // SAFETY: `val as *mut usize`: passed on from the entry point,
-                    // valid as the MPI caller must pass it.
-                    unsafe { check::out(val as *mut usize, v, "attribute_val") }?;
-                    // SAFETY: `flag`: passed on from the entry point,
-                    // valid as the MPI caller must pass it.
-                    unsafe { check::out(flag, 1, "flag") }
-                }
-                // SAFETY: `flag`: passed on from the entry point,
-                // valid as the MPI caller must pass it.
-                None => unsafe { check::out(flag, 0, "flag") },
-            }
-        }
-        None if key == MPI_KEYVAL_INVALID => {
-            Err(err(MPI_ERR_KEYVAL, "comm_keyval is MPI_KEYVAL_INVALID"))
-        }
-        None => Err(err(
-            MPI_ERR_KEYVAL,
-            format!("comm_keyval={key:#x} is not a valid attribute key"),
-        )),
-    }
+    let c = check::comm(comm)?;
+    check::not_null(val, "attribute_val")?;
+    let v = crate::init::comm_attr(&c, key)?;
+    // SAFETY: `val` and `flag`: passed on from the entry point, valid as the MPI caller
+    // must pass them.
+    unsafe { super::datatype::put_attr(v, val, flag) }
 }
 
 mpi_entry!(MPI_Comm_get_attr, PMPI_Comm_get_attr, (comm: i32, comm_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int), errcomm = comm, {
@@ -306,53 +204,26 @@ mpi_entry!(MPI_Attr_get, PMPI_Attr_get, (comm: i32, keyval: c_int, attribute_val
 
 // ---------------------------------------------------------------- buffered sends
 
-fn buffer_attach(buffer: *mut c_void, size: i64) -> MpiResult<()> {
+counted!(MPI_Buffer_attach, PMPI_Buffer_attach, MPI_Buffer_attach_c, PMPI_Buffer_attach_c, (buffer: *mut c_void, size: Count), errcomm = MPI_COMM_WORLD, {
     runtime::job()?;
     let n = check::count(size, "size")?;
     if buffer.is_null() && n > 0 {
         return Err(err(MPI_ERR_BUFFER, "buffer is NULL"));
     }
     crate::p2p::bsend_attach(buffer as usize, n)
-}
-
-/// Detaches the buffer, stores its address, and returns its size.
-fn buffer_detach(buffer_addr: *mut c_void) -> MpiResult<usize> {
-    let (addr, n) = crate::p2p::bsend_detach()?;
-    // SAFETY: `buffer_addr as *mut usize`: passed on from the entry point,
-    // valid as the MPI caller must pass it.
-    unsafe { check::out(buffer_addr as *mut usize, addr, "buffer_addr") }?;
-    Ok(n)
-}
-
-mpi_entry!(MPI_Buffer_attach, PMPI_Buffer_attach, (buffer: *mut c_void, size: c_int), errcomm = MPI_COMM_WORLD, {
-    buffer_attach(buffer, size.into())
 });
 
-mpi_entry!(MPI_Buffer_attach_c, PMPI_Buffer_attach_c, (buffer: *mut c_void, size: i64), errcomm = MPI_COMM_WORLD, {
-    buffer_attach(buffer, size)
-});
-
-mpi_entry!(MPI_Buffer_detach, PMPI_Buffer_detach, (buffer_addr: *mut c_void, size: *mut c_int), errcomm = MPI_COMM_WORLD, {
+counted!(MPI_Buffer_detach, PMPI_Buffer_detach, MPI_Buffer_detach_c, PMPI_Buffer_detach_c, (buffer_addr: *mut c_void, size: *mut Count), errcomm = MPI_COMM_WORLD, {
     runtime::job()?;
-    if buffer_addr.is_null() {
-        return Err(err(MPI_ERR_ARG, "buffer_addr is NULL"));
-    }
+    check::not_null(buffer_addr, "buffer_addr")?;
     let attached = crate::p2p::bsend_attached()?;
-    if attached > c_int::MAX as usize {
+    if Count::try_from(attached).is_err() {
         return Err(err(
             MPI_ERR_COUNT,
             format!("the attached buffer's {attached} bytes do not fit in an int (detach it with MPI_Buffer_detach_c)"),
         ));
     }
-    let n = buffer_detach(buffer_addr)?;
-    check::out(size, n as c_int, "size")
-});
-
-mpi_entry!(MPI_Buffer_detach_c, PMPI_Buffer_detach_c, (buffer_addr: *mut c_void, size: *mut i64), errcomm = MPI_COMM_WORLD, {
-    runtime::job()?;
-    if buffer_addr.is_null() {
-        return Err(err(MPI_ERR_ARG, "buffer_addr is NULL"));
-    }
-    let n = buffer_detach(buffer_addr)?;
-    check::out(size, n as i64, "size")
+    let (addr, n) = crate::p2p::bsend_detach()?;
+    check::out(buffer_addr as *mut usize, addr, "buffer_addr")?;
+    check::out(size, n as Count, "size")
 });

@@ -137,27 +137,6 @@ fn status_error(st: &Status) -> MpiResult<()> {
     Err(err(st.error, msg))
 }
 
-/// Two entry points from one body: `$mpi` with the `Count` arguments as C `int`, and
-/// its MPI-4 large-count form `$mpic` with them as `MPI_Count`.
-macro_rules! counted {
-    ($mpi:ident, $pmpi:ident, $mpic:ident, $pmpic:ident, $($rest:tt)*) => {
-        const _: () = {
-            type Count = c_int;
-            #[allow(dead_code)]
-            const NAME: &str = stringify!($mpi);
-            mpi_entry!($mpi, $pmpi, $($rest)*);
-        };
-        // (the bodies widen `Count` with `into`, which is the identity here)
-        #[allow(clippy::useless_conversion)]
-        const _: () = {
-            type Count = i64;
-            #[allow(dead_code)]
-            const NAME: &str = stringify!($mpic);
-            mpi_entry!($mpic, $pmpic, $($rest)*);
-        };
-    };
-}
-
 struct SendArgs {
     comm: std::sync::Arc<crate::comm::Comm>,
     data: SendData,

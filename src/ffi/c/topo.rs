@@ -23,24 +23,6 @@ fn put_comm(out: *mut i32, c: MpiResult<Option<Arc<crate::comm::Comm>>>) -> MpiR
     }
 }
 
-/// An `ndims` argument: MPI_ERR_ARG when negative (as MPICH).
-fn ndims_arg(n: c_int, arg: &str) -> MpiResult<usize> {
-    if n < 0 {
-        Err(err(MPI_ERR_ARG, format!("{arg}={n} is negative")))
-    } else {
-        Ok(n as usize)
-    }
-}
-
-/// A `max...` array length argument.
-fn max_arg(n: c_int, arg: &str) -> MpiResult<usize> {
-    if n < 0 {
-        Err(err(MPI_ERR_ARG, format!("{arg}={n} is negative")))
-    } else {
-        Ok(n as usize)
-    }
-}
-
 fn bools(p: *const c_int, n: usize, arg: &str) -> MpiResult<Vec<bool>> {
     // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
     Ok(unsafe { check::array(p, n, arg) }?
@@ -69,17 +51,15 @@ fn cart(c: &crate::comm::Comm) -> MpiResult<(Vec<c_int>, Vec<bool>)> {
 mpi_entry!(MPI_Cart_create, PMPI_Cart_create, (comm_old: i32, ndims: c_int, dims: *const c_int, periods: *const c_int, reorder: c_int, comm_cart: *mut i32), errcomm = comm_old, {
     let _ = reorder;
     let c = check::comm(comm_old)?;
-    let n = ndims_arg(ndims, "ndims")?;
+    let n = topo::non_negative(ndims, "ndims")?;
     let d = check::array(dims, n, "dims")?;
     let p = bools(periods, n, "periods")?;
-    if comm_cart.is_null() {
-        return Err(err(MPI_ERR_ARG, "comm_cart is NULL"));
-    }
+    check::not_null(comm_cart, "comm_cart")?;
     put_comm(comm_cart, crate::create::topo::cart_create(&c, d, &p))
 });
 
 mpi_entry!(MPI_Dims_create, PMPI_Dims_create, (nnodes: c_int, ndims: c_int, dims: *mut c_int), errcomm = MPI_COMM_WORLD, {
-    let n = ndims_arg(ndims, "ndims")?;
+    let n = topo::non_negative(ndims, "ndims")?;
     let d = check::array_mut(dims, n, "dims")?;
     let mut v = d.to_vec();
     topo::dims_create(nnodes, &mut v)?;
@@ -96,7 +76,7 @@ mpi_entry!(MPI_Cartdim_get, PMPI_Cartdim_get, (comm: i32, ndims: *mut c_int), er
 mpi_entry!(MPI_Cart_get, PMPI_Cart_get, (comm: i32, maxdims: c_int, dims: *mut c_int, periods: *mut c_int, coords: *mut c_int), errcomm = comm, {
     let c = check::comm(comm)?;
     let (d, p) = cart(&c)?;
-    let m = max_arg(maxdims, "maxdims")?;
+    let m = topo::non_negative(maxdims, "maxdims")?;
     let p: Vec<c_int> = p.iter().map(|&x| x as c_int).collect();
     copy_out(dims, m, &d, "dims")?;
     copy_out(periods, m, &p, "periods")?;
@@ -114,7 +94,7 @@ mpi_entry!(MPI_Cart_coords, PMPI_Cart_coords, (comm: i32, rank: c_int, maxdims: 
     let c = check::comm(comm)?;
     let (d, _) = cart(&c)?;
     check::rank(rank, c.size(), "rank", &[])?;
-    let m = max_arg(maxdims, "maxdims")?;
+    let m = topo::non_negative(maxdims, "maxdims")?;
     if m < d.len() {
         return Err(err(MPI_ERR_ARG, format!("maxdims={m} is smaller than the topology's {} dimensions", d.len())));
     }
@@ -132,15 +112,13 @@ mpi_entry!(MPI_Cart_sub, PMPI_Cart_sub, (comm: i32, remain_dims: *const c_int, n
     let c = check::comm(comm)?;
     let (d, _) = cart(&c)?;
     let keep = bools(remain_dims, d.len(), "remain_dims")?;
-    if newcomm.is_null() {
-        return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
-    }
+    check::not_null(newcomm, "newcomm")?;
     put_comm(newcomm, crate::create::topo::cart_sub(&c, &keep))
 });
 
 mpi_entry!(MPI_Cart_map, PMPI_Cart_map, (comm: i32, ndims: c_int, dims: *const c_int, periods: *const c_int, newrank: *mut c_int), errcomm = comm, {
     let c = check::comm(comm)?;
-    let n = ndims_arg(ndims, "ndims")?;
+    let n = topo::non_negative(ndims, "ndims")?;
     let d = check::array(dims, n, "dims")?;
     bools(periods, n, "periods")?;
     let grid = topo::grid_size(d, c.size(), MPI_ERR_DIMS)?;
@@ -171,9 +149,7 @@ mpi_entry!(MPI_Graph_create, PMPI_Graph_create, (comm_old: i32, nnodes: c_int, i
     let _ = reorder;
     let c = check::comm(comm_old)?;
     let (idx, e) = graph_args(nnodes, index, edges)?;
-    if comm_graph.is_null() {
-        return Err(err(MPI_ERR_ARG, "comm_graph is NULL"));
-    }
+    check::not_null(comm_graph, "comm_graph")?;
     put_comm(comm_graph, crate::create::topo::graph_create(&c, idx, e))
 });
 
@@ -203,8 +179,8 @@ mpi_entry!(MPI_Graphdims_get, PMPI_Graphdims_get, (comm: i32, nnodes: *mut c_int
 mpi_entry!(MPI_Graph_get, PMPI_Graph_get, (comm: i32, maxindex: c_int, maxedges: c_int, index: *mut c_int, edges: *mut c_int), errcomm = comm, {
     let c = check::comm(comm)?;
     let (idx, e) = graph(&c)?;
-    copy_out(index, max_arg(maxindex, "maxindex")?, &idx, "index")?;
-    copy_out(edges, max_arg(maxedges, "maxedges")?, &e, "edges")
+    copy_out(index, topo::non_negative(maxindex, "maxindex")?, &idx, "index")?;
+    copy_out(edges, topo::non_negative(maxedges, "maxedges")?, &e, "edges")
 });
 
 mpi_entry!(MPI_Graph_neighbors_count, PMPI_Graph_neighbors_count, (comm: i32, rank: c_int, nneighbors: *mut c_int), errcomm = comm, {
@@ -216,7 +192,7 @@ mpi_entry!(MPI_Graph_neighbors_count, PMPI_Graph_neighbors_count, (comm: i32, ra
 mpi_entry!(MPI_Graph_neighbors, PMPI_Graph_neighbors, (comm: i32, rank: c_int, maxneighbors: c_int, neighbors: *mut c_int), errcomm = comm, {
     let c = check::comm(comm)?;
     let nb = topo::graph_neighbors(&c, rank)?;
-    copy_out(neighbors, max_arg(maxneighbors, "maxneighbors")?, &nb, "neighbors")
+    copy_out(neighbors, topo::non_negative(maxneighbors, "maxneighbors")?, &nb, "neighbors")
 });
 
 mpi_entry!(MPI_Topo_test, PMPI_Topo_test, (comm: i32, status: *mut c_int), errcomm = comm, {
@@ -225,26 +201,6 @@ mpi_entry!(MPI_Topo_test, PMPI_Topo_test, (comm: i32, status: *mut c_int), errco
 });
 
 // ---------------------------------------------------------------- distributed graphs
-
-fn degree(n: c_int, arg: &str) -> MpiResult<usize> {
-    if n < 0 {
-        Err(err(MPI_ERR_ARG, format!("{arg}={n} is negative")))
-    } else {
-        Ok(n as usize)
-    }
-}
-
-fn ranks_in(v: &[c_int], size: usize, arg: &str) -> MpiResult<()> {
-    for (i, &r) in v.iter().enumerate() {
-        if r < 0 || r as usize >= size {
-            return Err(err(
-                MPI_ERR_RANK,
-                format!("{arg}[{i}]={r} is not a rank of comm_old (size {size})"),
-            ));
-        }
-    }
-    Ok(())
-}
 
 /// A weights argument of `n` entries: None for MPI_UNWEIGHTED.
 fn weights(p: *const c_int, n: usize, arg: &str) -> MpiResult<Option<Vec<c_int>>> {
@@ -262,64 +218,43 @@ fn weights(p: *const c_int, n: usize, arg: &str) -> MpiResult<Option<Vec<c_int>>
     }
     // SAFETY: `p`: passed on from the entry point, valid as the MPI caller must pass it.
     let w = unsafe { check::array(p, n, arg) }?;
-    if let Some((i, x)) = w.iter().enumerate().find(|(_, &x)| x < 0) {
-        return Err(err(
-            MPI_ERR_ARG,
-            format!("{arg}[{i}]={x} is negative (edge weights are non-negative)"),
-        ));
-    }
+    topo::check_weights(w, arg)?;
     Ok(Some(w.to_vec()))
 }
 
 mpi_entry!(MPI_Dist_graph_create_adjacent, PMPI_Dist_graph_create_adjacent, (comm_old: i32, indegree: c_int, sources: *const c_int, sourceweights: *const c_int, outdegree: c_int, destinations: *const c_int, destweights: *const c_int, info: i32, reorder: c_int, comm_dist_graph: *mut i32), errcomm = comm_old, {
     let _ = reorder;
     let c = check::comm(comm_old)?;
-    let nin = degree(indegree, "indegree")?;
-    let nout = degree(outdegree, "outdegree")?;
+    let nin = topo::non_negative(indegree, "indegree")?;
+    let nout = topo::non_negative(outdegree, "outdegree")?;
     let s = check::array(sources, nin, "sources")?;
     let d = check::array(destinations, nout, "destinations")?;
-    ranks_in(s, c.size(), "sources")?;
-    ranks_in(d, c.size(), "destinations")?;
+    topo::check_ranks(s, c.size(), "sources")?;
+    topo::check_ranks(d, c.size(), "destinations")?;
     let sw = weights(sourceweights, nin, "sourceweights")?;
     let dw = weights(destweights, nout, "destweights")?;
     super::info::check_arg(info, "info")?;
-    if comm_dist_graph.is_null() {
-        return Err(err(MPI_ERR_ARG, "comm_dist_graph is NULL"));
-    }
-    let t = match (sw, dw) {
-        (Some(sw), Some(dw)) => Topo::Dist { sources: s.to_vec(), sweights: sw, dests: d.to_vec(), dweights: dw, weighted: true },
-        _ => Topo::Dist { sources: s.to_vec(), sweights: Vec::new(), dests: d.to_vec(), dweights: Vec::new(), weighted: false },
-    };
-    put_comm(comm_dist_graph, crate::create::topo::dist_adjacent(&c, t).map(Some))
+    check::not_null(comm_dist_graph, "comm_dist_graph")?;
+    put_comm(comm_dist_graph, crate::create::topo::dist_adjacent(&c, Topo::dist(s, sw, d, dw)).map(Some))
 });
 
 mpi_entry!(MPI_Dist_graph_create, PMPI_Dist_graph_create, (comm_old: i32, n: c_int, sources: *const c_int, degrees: *const c_int, destinations: *const c_int, weights_: *const c_int, info: i32, reorder: c_int, comm_dist_graph: *mut i32), errcomm = comm_old, {
     let _ = reorder;
     let c = check::comm(comm_old)?;
-    let n = degree(n, "n")?;
+    let n = topo::non_negative(n, "n")?;
     let s = check::array(sources, n, "sources")?;
-    ranks_in(s, c.size(), "sources")?;
+    topo::check_ranks(s, c.size(), "sources")?;
     let deg = check::array(degrees, n, "degrees")?;
     let mut total: usize = 0;
     for (i, &x) in deg.iter().enumerate() {
-        total += degree(x, &format!("degrees[{i}]"))?;
+        total += topo::non_negative(x, &format!("degrees[{i}]"))?;
     }
     let d = check::array(destinations, total, "destinations")?;
-    ranks_in(d, c.size(), "destinations")?;
+    topo::check_ranks(d, c.size(), "destinations")?;
     let w = weights(weights_, total, "weights")?;
     super::info::check_arg(info, "info")?;
-    if comm_dist_graph.is_null() {
-        return Err(err(MPI_ERR_ARG, "comm_dist_graph is NULL"));
-    }
-    let mut edges = Vec::with_capacity(total);
-    let mut k = 0;
-    for (i, &src) in s.iter().enumerate() {
-        for _ in 0..deg[i] {
-            edges.push((src, d[k], w.as_ref().map_or(1, |w| w[k])));
-            k += 1;
-        }
-    }
-    put_comm(comm_dist_graph, crate::create::topo::dist_create(&c, &edges, w.is_some()).map(Some))
+    check::not_null(comm_dist_graph, "comm_dist_graph")?;
+    put_comm(comm_dist_graph, crate::create::topo::dist_create(&c, s, deg, d, w.as_deref()).map(Some))
 });
 
 mpi_entry!(MPI_Dist_graph_neighbors_count, PMPI_Dist_graph_neighbors_count, (comm: i32, indegree: *mut c_int, outdegree: *mut c_int, weighted: *mut c_int), errcomm = comm, {
@@ -335,8 +270,8 @@ mpi_entry!(MPI_Dist_graph_neighbors, PMPI_Dist_graph_neighbors, (comm: i32, maxi
     let c = check::comm(comm)?;
     let t = topo::expect(&c, MPI_DIST_GRAPH)?;
     let Topo::Dist { sources: s, sweights, dests, dweights, weighted } = &*t else { unreachable!("expect checked the kind") };
-    let mi = max_arg(maxindegree, "maxindegree")?;
-    let mo = max_arg(maxoutdegree, "maxoutdegree")?;
+    let mi = topo::non_negative(maxindegree, "maxindegree")?;
+    let mo = topo::non_negative(maxoutdegree, "maxoutdegree")?;
     copy_out(sources, mi, s, "sources")?;
     copy_out(destinations, mo, dests, "destinations")?;
     // Weights only for a weighted graph, and never through MPI_UNWEIGHTED.
