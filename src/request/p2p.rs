@@ -19,7 +19,7 @@ use std::sync::Arc;
 pub type Message = (Arc<Comm>, usize, TypeInfo);
 
 /// Checks a send's count, datatype, destination, tag and communicator.
-#[inline]
+#[inline(always)]
 pub fn send_check(count: i64, dt: i32, dest: i32, tag: i32, comm: i32) -> MpiResult<Message> {
     let c = args::comm(comm)?;
     let n = args::count(count, "count")?;
@@ -30,7 +30,7 @@ pub fn send_check(count: i64, dt: i32, dest: i32, tag: i32, comm: i32) -> MpiRes
 }
 
 /// Checks a receive's count, datatype, source, tag and communicator.
-#[inline]
+#[inline(always)]
 pub fn recv_check(count: i64, dt: i32, source: i32, tag: i32, comm: i32) -> MpiResult<Message> {
     let c = args::comm(comm)?;
     let n = args::count(count, "count")?;
@@ -55,7 +55,7 @@ pub struct Send {
 
 impl Send {
     /// Starts the send in `mode` (MPI_Isend and its modes).
-    #[inline]
+    #[inline(always)]
     pub fn start(self, mode: Mode) -> MpiResult<ReqId> {
         p2p::isend(&self.comm, self.data, self.dest, self.tag, mode)
     }
@@ -63,7 +63,7 @@ impl Send {
     /// A blocking send in `mode`: straight into the ring when it can
     /// (`p2p::send_now`), else started and waited for. MPI_Bsend's request is complete
     /// at once (the data was copied).
-    #[inline]
+    #[inline(always)]
     pub fn blocking(self, mode: Mode) -> MpiResult<()> {
         if matches!(mode, Mode::Standard | Mode::Ready)
             && p2p::send_now(&self.comm, &self.data, self.dest, self.tag)?

@@ -89,7 +89,7 @@ macro_rules! counted {
 }
 
 /// A send of `count` instances of `dt` at `buf`, checked.
-#[inline]
+#[inline(always)]
 fn send_args(
     buf: *const c_void,
     count: i64,
@@ -110,7 +110,7 @@ fn send_args(
 
 /// A receive into `count` instances of `dt` at `buf`, checked: its communicator and
 /// where the message goes.
-#[inline]
+#[inline(always)]
 fn recv_args(
     buf: *mut c_void,
     count: i64,
