@@ -16,11 +16,11 @@ use std::sync::Arc;
 
 /// The checked value arguments of a send or receive: the communicator, the count and
 /// the datatype (the buffer is the caller's to check and wrap).
-pub type Message = (Arc<Comm>, usize, TypeInfo);
+pub type Checked = (Arc<Comm>, usize, TypeInfo);
 
 /// Checks a send's count, datatype, destination, tag and communicator.
 #[inline(always)]
-pub fn send_check(count: i64, dt: i32, dest: i32, tag: i32, comm: i32) -> MpiResult<Message> {
+pub fn send_check(count: i64, dt: i32, dest: i32, tag: i32, comm: i32) -> MpiResult<Checked> {
     let c = args::comm(comm)?;
     let n = args::count(count, "count")?;
     let t = args::message_datatype(dt, n, "datatype")?;
@@ -31,29 +31,23 @@ pub fn send_check(count: i64, dt: i32, dest: i32, tag: i32, comm: i32) -> MpiRes
 
 /// Checks a receive's count, datatype, source, tag and communicator.
 #[inline(always)]
-pub fn recv_check(count: i64, dt: i32, source: i32, tag: i32, comm: i32) -> MpiResult<Message> {
+pub fn recv_check(count: i64, dt: i32, source: i32, tag: i32, comm: i32) -> MpiResult<Checked> {
     let c = args::comm(comm)?;
     let n = args::count(count, "count")?;
     let t = args::message_datatype(dt, n, "datatype")?;
-    args::rank(
-        source,
-        c.peer_size(),
-        "source",
-        &[MPI_PROC_NULL, MPI_ANY_SOURCE],
-    )?;
-    args::recv_tag(tag)?;
+    source_and_tag(&c, source, tag)?;
     Ok((c, n, t))
 }
 
 /// A send whose arguments were checked.
-pub struct Send {
+pub struct SendArgs {
     pub comm: Arc<Comm>,
     pub data: SendData,
     pub dest: i32,
     pub tag: i32,
 }
 
-impl Send {
+impl SendArgs {
     /// Starts the send in `mode` (MPI_Isend and its modes).
     #[inline(always)]
     pub fn start(self, mode: Mode) -> MpiResult<ReqId> {
@@ -83,7 +77,7 @@ impl Send {
 /// send; with `replace` (MPI_Sendrecv_replace) the send goes from a copy of its data,
 /// started first, since the receive overwrites the buffer. Returns (receive, send).
 pub fn sendrecv(
-    s: Send,
+    s: SendArgs,
     c: &Arc<Comm>,
     into: RecvInto,
     source: i32,
@@ -113,14 +107,20 @@ pub fn sendrecv_wait(rid: ReqId, sid: ReqId) -> MpiResult<(Status, MpiResult<()>
 /// Checks a probe's source, tag and communicator.
 pub fn probe_args(source: i32, tag: i32, comm: i32) -> MpiResult<Arc<Comm>> {
     let c = args::comm(comm)?;
+    source_and_tag(&c, source, tag)?;
+    Ok(c)
+}
+
+/// Checks the source and tag a receive or probe on `c` matches.
+#[inline(always)]
+fn source_and_tag(c: &Comm, source: i32, tag: i32) -> MpiResult<()> {
     args::rank(
         source,
         c.peer_size(),
         "source",
         &[MPI_PROC_NULL, MPI_ANY_SOURCE],
     )?;
-    args::recv_tag(tag)?;
-    Ok(c)
+    args::recv_tag(tag)
 }
 
 /// MPI_Iprobe: the status of a matching message, if one is there.

@@ -184,6 +184,14 @@ fn bad(h: i32) -> MpiError {
     )
 }
 
+/// The persistent request at index `i` (of handle `h`) in table `t`.
+fn live(t: &super::Table, i: usize, h: i32) -> MpiResult<&Persist> {
+    t.persist
+        .get(i)
+        .and_then(|p| p.as_ref())
+        .ok_or_else(|| bad(h))
+}
+
 /// MPI_Start: starts the request's operation as the nonblocking call does.
 pub fn start(h: i32) -> MpiResult<()> {
     let i = index(h).ok_or_else(|| {
@@ -196,11 +204,7 @@ pub fn start(h: i32) -> MpiResult<()> {
     // engine, which may look requests up)
     let start = {
         let t = table();
-        let p = t
-            .persist
-            .get(i)
-            .and_then(|p| p.as_ref())
-            .ok_or_else(|| bad(h))?;
+        let p = live(&t, i, h)?;
         if p.active.is_some() {
             return Err(err(MPI_ERR_REQUEST, format!("{}: the persistent request is already active (wait for it before starting it again)", p.name)));
         }
@@ -220,15 +224,7 @@ pub fn startall(hs: &[i32]) -> MpiResult<()> {
 /// inactive persistent request.
 pub fn resolve(h: i32) -> MpiResult<Option<usize>> {
     match index(h) {
-        Some(i) => {
-            let t = table();
-            let p = t
-                .persist
-                .get(i)
-                .and_then(|p| p.as_ref())
-                .ok_or_else(|| bad(h))?;
-            Ok(p.active)
-        }
+        Some(i) => Ok(live(&table(), i, h)?.active),
         None => super::req_id(h),
     }
 }
@@ -262,11 +258,7 @@ pub fn is_p2p(h: i32) -> bool {
 pub fn free(h: i32) -> MpiResult<Option<usize>> {
     let i = index(h).ok_or_else(|| bad(h))?;
     let mut t = table();
-    let p = t
-        .persist
-        .get(i)
-        .and_then(|p| p.as_ref())
-        .ok_or_else(|| bad(h))?;
+    let p = live(&t, i, h)?;
     if p.active.is_some() && !p.p2p {
         return Err(err(
             MPI_ERR_REQUEST,

@@ -6,7 +6,7 @@ use crate::error::{err, MpiResult};
 use crate::ffi::check;
 use crate::mpi_entry;
 use crate::p2p::{self, Mode, RecvInto, Status};
-use crate::request::{self, p2p::Send, persist};
+use crate::request::{self, p2p::SendArgs, persist};
 pub use crate::request::{req_handle, req_id};
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
@@ -97,10 +97,10 @@ fn send_args(
     dest: c_int,
     tag: c_int,
     comm: i32,
-) -> MpiResult<Send> {
+) -> MpiResult<SendArgs> {
     let (comm, n, t) = request::p2p::send_check(count, dt, dest, tag, comm)?;
     let data = crate::ffi::typed::send_data(buf, n, &t, "buf")?;
-    Ok(Send {
+    Ok(SendArgs {
         comm,
         data,
         dest,
@@ -178,21 +178,18 @@ counted!(MPI_Irecv, PMPI_Irecv, MPI_Irecv_c, PMPI_Irecv_c, (buf: *mut c_void, co
 
 /// A persistent send in `mode`: the arguments are checked now, and every MPI_Start
 /// starts the send as the nonblocking call would (reading the buffer then).
+/// `a` is (buf, count, dest, tag, comm), `dt` the datatype.
 fn send_init(
     name: &'static str,
-    buf: *const c_void,
-    count: i64,
     dt: i32,
-    dest: c_int,
-    tag: c_int,
-    comm: i32,
+    a: (*const c_void, i64, c_int, c_int, i32),
     req: *mut i32,
     mode: Mode,
 ) -> MpiResult<()> {
     let make = || {
-        send_args(buf, count, dt, dest, tag, comm)?;
+        send_args(a.0, a.1, dt, a.2, a.3, a.4)?;
         let ty = persist::TypeHold::new(dt)?;
-        let args = persist::Captured((buf, count, dest, tag, comm));
+        let args = persist::Captured(a);
         persist::create_p2p(
             name,
             Arc::new(move || {
@@ -206,16 +203,16 @@ fn send_init(
 }
 
 counted!(MPI_Send_init, PMPI_Send_init, MPI_Send_init_c, PMPI_Send_init_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
-    send_init(NAME, buf, count.into(), datatype, dest, tag, comm, request, Mode::Standard)
+    send_init(NAME, datatype, (buf, count.into(), dest, tag, comm), request, Mode::Standard)
 });
 counted!(MPI_Ssend_init, PMPI_Ssend_init, MPI_Ssend_init_c, PMPI_Ssend_init_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
-    send_init(NAME, buf, count.into(), datatype, dest, tag, comm, request, Mode::Sync)
+    send_init(NAME, datatype, (buf, count.into(), dest, tag, comm), request, Mode::Sync)
 });
 counted!(MPI_Rsend_init, PMPI_Rsend_init, MPI_Rsend_init_c, PMPI_Rsend_init_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
-    send_init(NAME, buf, count.into(), datatype, dest, tag, comm, request, Mode::Ready)
+    send_init(NAME, datatype, (buf, count.into(), dest, tag, comm), request, Mode::Ready)
 });
 counted!(MPI_Bsend_init, PMPI_Bsend_init, MPI_Bsend_init_c, PMPI_Bsend_init_c, (buf: *const c_void, count: Count, datatype: i32, dest: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
-    send_init(NAME, buf, count.into(), datatype, dest, tag, comm, request, Mode::Buffered)
+    send_init(NAME, datatype, (buf, count.into(), dest, tag, comm), request, Mode::Buffered)
 });
 
 counted!(MPI_Recv_init, PMPI_Recv_init, MPI_Recv_init_c, PMPI_Recv_init_c, (buf: *mut c_void, count: Count, datatype: i32, source: c_int, tag: c_int, comm: i32, request: *mut i32), errcomm = comm, {
