@@ -1677,6 +1677,7 @@ pub fn exists(id: ReqId) -> bool {
 }
 
 /// Waits for request `id`, frees it and returns its status.
+#[inline]
 pub fn wait(id: ReqId) -> MpiResult<Status> {
     Ok(wait_on(id)?.0)
 }

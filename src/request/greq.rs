@@ -8,11 +8,11 @@
 //!   last;
 //! - cancel_fn by MPI_Cancel, told whether the request is complete already.
 #![deny(unsafe_code)]
-use super::{req_handle, req_id, table};
+use super::{req_handle, req_id, table, GREQS_LIVE as LIVE};
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::p2p::{self, ReqId, Status};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The program's callbacks of a generalized request, as the binding that started it
@@ -31,10 +31,6 @@ pub trait Callbacks: std::any::Any + Send + Sync {
 /// A generalized request's entry in the request table.
 pub(super) struct Greq(Arc<dyn Callbacks>);
 
-/// How many generalized requests exist: completions of other requests skip the table
-/// while there are none.
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
 /// The callbacks of generalized request `id` (None: it is not one).
 pub fn callbacks(id: ReqId) -> Option<Arc<dyn Callbacks>> {
     if LIVE.load(Ordering::Acquire) == 0 {
@@ -44,7 +40,8 @@ pub fn callbacks(id: ReqId) -> Option<Arc<dyn Callbacks>> {
 }
 
 fn forget(id: ReqId) {
-    if table().greqs.remove(&id).is_some() {
+    let mut t = table();
+    if t.greqs.remove(&id).is_some() {
         LIVE.fetch_sub(1, Ordering::AcqRel);
     }
 }
@@ -52,7 +49,8 @@ fn forget(id: ReqId) {
 /// MPI_Grequest_start: a request the program completes, with its callbacks.
 pub fn start(cb: Arc<dyn Callbacks>) -> MpiResult<ReqId> {
     let id = p2p::user_request(&crate::args::comm(MPI_COMM_SELF)?)?;
-    table().greqs.insert(id, Greq(cb));
+    let mut t = table();
+    t.greqs.insert(id, Greq(cb));
     LIVE.fetch_add(1, Ordering::AcqRel);
     Ok(id)
 }

@@ -26,6 +26,7 @@ use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::p2p::{Orphan, ReqId, Status};
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Mutex, MutexGuard};
 
 /// The state of the requests this layer keeps: the persistent requests (by index from
@@ -39,6 +40,10 @@ static TABLE: Mutex<Table> = Mutex::new(Table {
     persist: Vec::new(),
     greqs: BTreeMap::new(),
 });
+
+/// How many entries `Table::greqs` has, read without the lock: completions of other
+/// requests skip the table while there are none (changed with the table held).
+static GREQS_LIVE: AtomicUsize = AtomicUsize::new(0);
 
 /// The one accessor of [`Table`]. No callback of the program, no starter of a
 /// persistent request and no drop of one runs while it is held (they may call MPI).

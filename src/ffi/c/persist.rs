@@ -1,5 +1,3 @@
 //! Persistent requests: the engine's (crate::request::persist), under the names the
 //! entry points that create them use.
-pub use crate::request::persist::{
-    create, create_p2p, release, resolve, start, Captured, Starter, TypeHold,
-};
+pub use crate::request::persist::{create, release, resolve, Captured};
