@@ -42,14 +42,15 @@ pub struct Request {
     pub ctx: usize,
 }
 
-// Mailbox fields (offsets from SPAWN_OFF).
-const M_LOCK: usize = 0;
-const M_STATE: usize = 4;
-const M_RESULT: usize = 8;
-const M_BASE: usize = 16;
-const M_LEN: usize = 24;
-const M_MSG: usize = 64;
+// Mailbox fields (arena offsets).
+const M_LOCK: usize = SPAWN_OFF;
+const M_STATE: usize = SPAWN_OFF + 4;
+const M_RESULT: usize = SPAWN_OFF + 8;
+const M_BASE: usize = SPAWN_OFF + 16;
+const M_LEN: usize = SPAWN_OFF + 24;
+const M_MSG: usize = SPAWN_OFF + 64;
 const M_MSG_MAX: usize = 900;
+/// The payload's offset from SPAWN_OFF.
 const M_PAYLOAD: usize = 1024;
 /// Mailbox states.
 const IDLE: u32 = 0;
@@ -162,10 +163,10 @@ impl Request {
 
 /// A request waiting in the mailbox, if any (for mpiexec).
 pub fn pending_request(a: &Arena) -> Option<Result<Request, String>> {
-    if a.u32_at(SPAWN_OFF + M_STATE).load(Ordering::Acquire) != REQUESTED {
+    if a.u32_at(M_STATE).load(Ordering::Acquire) != REQUESTED {
         return None;
     }
-    let len = a.u64_at(SPAWN_OFF + M_LEN).load(Ordering::Relaxed) as usize;
+    let len = a.u64_at(M_LEN).load(Ordering::Relaxed) as usize;
     if len > SPAWN_BYTES - M_PAYLOAD {
         return Some(Err("malformed spawn request".into()));
     }
@@ -177,23 +178,18 @@ pub fn pending_request(a: &Arena) -> Option<Result<Request, String>> {
 pub fn answer(a: &Arena, outcome: Result<usize, String>) {
     match outcome {
         Ok(base) => {
-            a.u64_at(SPAWN_OFF + M_BASE)
-                .store(base as u64, Ordering::Relaxed);
-            a.i32_at(SPAWN_OFF + M_RESULT)
-                .store(MPI_SUCCESS, Ordering::Relaxed);
+            a.u64_at(M_BASE).store(base as u64, Ordering::Relaxed);
+            a.i32_at(M_RESULT).store(MPI_SUCCESS, Ordering::Relaxed);
         }
         Err(msg) => {
             let m = msg.as_bytes();
             let m = &m[..m.len().min(M_MSG_MAX)];
-            a.u32_at(SPAWN_OFF + M_MSG)
-                .store(m.len() as u32, Ordering::Relaxed);
-            a.write(SPAWN_OFF + M_MSG + 4, m);
-            a.i32_at(SPAWN_OFF + M_RESULT)
-                .store(MPI_ERR_SPAWN, Ordering::Relaxed);
+            a.u32_at(M_MSG).store(m.len() as u32, Ordering::Relaxed);
+            a.write(M_MSG + 4, m);
+            a.i32_at(M_RESULT).store(MPI_ERR_SPAWN, Ordering::Relaxed);
         }
     }
-    a.u32_at(SPAWN_OFF + M_STATE)
-        .store(ANSWERED, Ordering::Release);
+    a.u32_at(M_STATE).store(ANSWERED, Ordering::Release);
 }
 
 // ---- the root's side ----
@@ -224,7 +220,7 @@ fn ask_launcher(req: &Request) -> MpiResult<usize> {
         ));
     }
     let a = &j.arena;
-    let lock = a.u32_at(SPAWN_OFF + M_LOCK);
+    let lock = a.u32_at(M_LOCK);
     while lock
         .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
         .is_err()
@@ -233,24 +229,22 @@ fn ask_launcher(req: &Request) -> MpiResult<usize> {
         std::thread::sleep(Duration::from_micros(200));
     }
     a.write(SPAWN_OFF + M_PAYLOAD, &payload);
-    a.u64_at(SPAWN_OFF + M_LEN)
+    a.u64_at(M_LEN)
         .store(payload.len() as u64, Ordering::Relaxed);
-    a.u32_at(SPAWN_OFF + M_STATE)
-        .store(REQUESTED, Ordering::Release);
+    a.u32_at(M_STATE).store(REQUESTED, Ordering::Release);
     // SAFETY: kill with a valid signal number; failure is reported below by the wait.
     unsafe {
         libc::kill(launcher, request_signal());
     }
     let mut waited = Duration::ZERO;
     let outcome = loop {
-        if a.u32_at(SPAWN_OFF + M_STATE).load(Ordering::Acquire) == ANSWERED {
-            let res = a.i32_at(SPAWN_OFF + M_RESULT).load(Ordering::Relaxed);
+        if a.u32_at(M_STATE).load(Ordering::Acquire) == ANSWERED {
+            let res = a.i32_at(M_RESULT).load(Ordering::Relaxed);
             break if res == MPI_SUCCESS {
-                Ok(a.u64_at(SPAWN_OFF + M_BASE).load(Ordering::Relaxed) as usize)
+                Ok(a.u64_at(M_BASE).load(Ordering::Relaxed) as usize)
             } else {
-                let n =
-                    (a.u32_at(SPAWN_OFF + M_MSG).load(Ordering::Relaxed) as usize).min(M_MSG_MAX);
-                let msg = String::from_utf8_lossy(a.slice(SPAWN_OFF + M_MSG + 4, n)).into_owned();
+                let n = (a.u32_at(M_MSG).load(Ordering::Relaxed) as usize).min(M_MSG_MAX);
+                let msg = String::from_utf8_lossy(a.slice(M_MSG + 4, n)).into_owned();
                 Err(err(res, msg))
             };
         }
@@ -265,7 +259,7 @@ fn ask_launcher(req: &Request) -> MpiResult<usize> {
             }
         }
     };
-    a.u32_at(SPAWN_OFF + M_STATE).store(IDLE, Ordering::Relaxed);
+    a.u32_at(M_STATE).store(IDLE, Ordering::Relaxed);
     lock.store(0, Ordering::Release);
     outcome
 }

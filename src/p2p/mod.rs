@@ -1677,6 +1677,7 @@ pub fn exists(id: ReqId) -> bool {
 }
 
 /// Waits for request `id`, frees it and returns its status.
+#[inline]
 pub fn wait(id: ReqId) -> MpiResult<Status> {
     Ok(wait_on(id)?.0)
 }
@@ -1779,12 +1780,7 @@ pub fn cancel(id: ReqId) -> MpiResult<bool> {
     with_engine(|e, job| {
         if let Some(p) = e.posted.iter().position(|&x| x == id) {
             e.posted.remove(p);
-            let r = e.req(id);
-            r.complete = true;
-            r.status = Status {
-                cancelled: true,
-                ..Status::empty()
-            };
+            cancelled_now(e, id);
             return true;
         }
         if let ReqKind::Bsent { dst, msg_id } = e.req(id).kind {
@@ -1830,12 +1826,7 @@ pub fn cancel(id: ReqId) -> MpiResult<bool> {
             s.stage = SendStage::Done;
             let bs = s.bsend_bytes;
             e.bsend_used -= bs;
-            let r = e.req(id);
-            r.complete = true;
-            r.status = Status {
-                cancelled: true,
-                ..Status::empty()
-            };
+            cancelled_now(e, id);
             return true;
         }
         let ReqKind::Send(s) = &mut e.req(id).kind else {
@@ -1858,6 +1849,16 @@ pub fn cancel(id: ReqId) -> MpiResult<bool> {
         e.progress(job);
         true
     })
+}
+
+/// Completes request `id` as cancelled.
+fn cancelled_now(e: &mut Engine, id: ReqId) {
+    let r = e.req(id);
+    r.complete = true;
+    r.status = Status {
+        cancelled: true,
+        ..Status::empty()
+    };
 }
 
 /// A control frame of `kind` about message `msg_id` (no payload; `tag` carries the
