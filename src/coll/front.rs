@@ -60,15 +60,44 @@ pub fn barrier_now(c: &Arc<Comm>) -> Now {
     Some(super::run(c, fut))
 }
 
-/// Which reduction: the vector is `count` instances (MPI_Allreduce, MPI_Reduce to a
-/// root, the scans), `count` per member (MPI_Reduce_scatter_block), or the sum of the
-/// counts (MPI_Reduce_scatter, member i receiving `counts[i]`).
+/// Which reduction, with its counts: checked ones (`usize`), or for a fast path the C
+/// caller's counts array as it is.
 #[derive(Clone, Copy)]
-enum Shape<'a, C> {
-    All,
-    Root(c_int),
-    Block,
+pub enum Shape<'a, C = usize> {
+    /// MPI_Allreduce of `n` instances.
+    All(usize),
+    /// MPI_Reduce of `n` instances to the root argument.
+    Root(usize, c_int),
+    /// MPI_Reduce_scatter_block: `n` instances to each member.
+    Block(usize),
+    /// MPI_Reduce_scatter: `counts[i]` instances to member i.
     Counts(&'a [C]),
+    /// MPI_Scan of `n` instances, or (`true`) MPI_Exscan.
+    Scan(usize, bool),
+}
+
+impl Shape<'static> {
+    /// MPI_Allreduce of `n` instances, or (`block`) MPI_Reduce_scatter_block of `n`
+    /// instances to each member.
+    #[inline(always)]
+    pub fn all(n: usize, block: bool) -> Self {
+        if block {
+            Shape::Block(n)
+        } else {
+            Shape::All(n)
+        }
+    }
+
+    /// MPI_Reduce of `n` instances to `root`.
+    #[inline(always)]
+    pub fn root(n: usize, root: c_int) -> Self {
+        Shape::Root(n, root)
+    }
+
+    /// MPI_Scan of `n` instances, or (`exclusive`) MPI_Exscan.
+    pub fn scan(n: usize, exclusive: bool) -> Self {
+        Shape::Scan(n, exclusive)
+    }
 }
 
 /// A reduction as this member sees it, in instances: the whole vector (`sum`), the
@@ -87,12 +116,11 @@ struct Geometry {
     kind: Kind,
 }
 
-/// The geometry of `shape` on `c` with `n` instances; `None` when a count is negative
-/// or the vector's length overflows. `root` is the checked root of MPI_Reduce.
+/// The geometry of `shape` on `c`; `None` when a count is negative or the vector's
+/// length overflows. `root` is the checked root of MPI_Reduce.
 #[inline(always)]
 fn geometry<C: Copy + TryInto<usize>>(
     c: &Comm,
-    n: usize,
     shape: Shape<'_, C>,
     root: Option<usize>,
 ) -> Option<Geometry> {
@@ -108,10 +136,12 @@ fn geometry<C: Copy + TryInto<usize>>(
         kind,
     };
     Some(match shape {
-        Shape::All => g(n, 0, n, "MPI_Allreduce", ANY, Kind::All),
-        Shape::Root(_) if root == Some(me) => g(n, 0, n, "MPI_Reduce", ANY, Kind::Rooted),
-        Shape::Root(_) => g(n, 0, 0, "MPI_Reduce", ANY, Kind::Rooted),
-        Shape::Block => {
+        Shape::All(n) => g(n, 0, n, "MPI_Allreduce", ANY, Kind::All),
+        Shape::Scan(n, false) => g(n, 0, n, "MPI_Scan", ANY, Kind::All),
+        Shape::Scan(n, true) => g(n, 0, n, "MPI_Exscan", ANY, Kind::All),
+        Shape::Root(n, _) if root == Some(me) => g(n, 0, n, "MPI_Reduce", ANY, Kind::Rooted),
+        Shape::Root(n, _) => g(n, 0, 0, "MPI_Reduce", ANY, Kind::Rooted),
+        Shape::Block(n) => {
             let extra = counts_hash(std::iter::repeat_n(n, size));
             let kind = if n == 0 { Kind::Arena } else { Kind::Scatter };
             g(
@@ -265,26 +295,46 @@ unsafe fn part<L: Layout>(
     Ok((total, Part { send, recv, lo, hi }))
 }
 
-/// A reduction's plan: reduce the vector, deliver this member's part, unpack what was
-/// staged.
+/// A reduction as a plan: reduce the vector (or scan it), deliver this member's part,
+/// unpack what was staged. The scans are defined on intracommunicators only.
 ///
 /// # Safety
-/// As [`part`].
-unsafe fn plan<C: Copy + TryInto<usize>>(
+/// `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` are the C caller's, valid as the MPI
+/// standard requires of the call.
+pub unsafe fn reduce(
     c: &Arc<Comm>,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    n: usize,
-    shape: Shape<'_, C>,
+    shape: Shape<'_>,
     datatype: i32,
     op: i32,
 ) -> Plan {
+    if c.is_inter() {
+        // This group's vector, and the first instance and the number of instances of
+        // the other group's that this process receives.
+        let (me, size) = (c.rank, c.size());
+        let (sum, lo, my) = match shape {
+            Shape::Root(n, root) => {
+                // SAFETY: this function's contract.
+                return unsafe { inter::reduce_plan(c, sendbuf, recvbuf, n, datatype, op, root) };
+            }
+            Shape::All(n) => (Some(n), 0, n),
+            Shape::Scan(..) => return Err(super::plan::intra_only()),
+            Shape::Block(n) => (n.checked_mul(size), n.saturating_mul(me), n),
+            Shape::Counts(k) => {
+                let sum = k.iter().try_fold(0usize, |s, &k| s.checked_add(k));
+                (sum, k[..me].iter().sum(), k[me])
+            }
+        };
+        // SAFETY: this function's contract.
+        return unsafe { inter::both_ways_plan(c, sendbuf, recvbuf, sum, lo, my, datatype, op) };
+    }
     let rd = RedData::new(datatype, op)?;
     let root = match shape {
-        Shape::Root(r) => Some(args::root(r, c)?),
+        Shape::Root(_, r) => Some(args::root(r, c)?),
         _ => None,
     };
-    let g = geometry(c, n, shape, root)
+    let g = geometry(c, shape, root)
         .ok_or_else(|| err(MPI_ERR_COUNT, "the vector's length overflows"))?;
     let mut st = Stage::default();
     // SAFETY: this function's contract.
@@ -293,31 +343,44 @@ unsafe fn plan<C: Copy + TryInto<usize>>(
         extra: g.extra,
         ..rd.desc(g.coll, g.root, g.sum)
     };
+    let scan = match shape {
+        Shape::Scan(_, exclusive) => Some(exclusive),
+        _ => None,
+    };
     let cc = c.clone();
     let body: CollFuture = Box::pin(async move {
         cc.coll.set_desc(desc);
         let f = rd.func();
         let red = rd.reduction(&f);
-        reduce::reduce_vector(&cc, total, &red, &part, g.kind).await?;
+        match scan {
+            Some(exclusive) => {
+                reduce::scan(&cc, total, &red, part.send, part.recv, exclusive).await?;
+                // MPI_Exscan leaves rank 0's receive buffer undefined: do not write it
+                // back.
+                if exclusive && cc.rank == 0 {
+                    return Ok(());
+                }
+            }
+            _ => reduce::reduce_vector(&cc, total, &red, &part, g.kind).await?,
+        }
         st.finish()
     });
     Ok((c.clone(), body))
 }
 
-/// The blocking reductions with a predefined operation on a predefined datatype it is
-/// defined on, over an intracommunicator, with arguments that pass every check: the
-/// same engine (`reduce_blocking`, with the descriptor the plan would publish), without
-/// the plan's staging, boxing and bookkeeping, which cost more than a small reduction
-/// itself.
+/// The fast path of the blocking [`reduce`]: with a predefined operation on a
+/// predefined datatype it is defined on, over an intracommunicator, with arguments that
+/// pass every check, the same engine (`reduce_blocking`, with the descriptor the plan
+/// would publish) without the plan's staging, boxing and bookkeeping, which cost more
+/// than a small reduction itself. A negative count in `Shape::Counts`: `None`.
 ///
 /// # Safety
-/// As [`part`].
+/// As [`reduce`].
 #[inline(always)]
-unsafe fn now<C: Copy + TryInto<usize>>(
-    c: &Comm,
+pub unsafe fn reduce_now<C: Copy + TryInto<usize>>(
+    c: &Arc<Comm>,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    n: usize,
     shape: Shape<'_, C>,
     datatype: i32,
     op: i32,
@@ -329,10 +392,11 @@ unsafe fn now<C: Copy + TryInto<usize>>(
         return None;
     }
     let root = match shape {
-        Shape::Root(r) => Some(usize::try_from(r).ok().filter(|&r| r < c.size())?),
+        Shape::Root(_, r) => Some(usize::try_from(r).ok().filter(|&r| r < c.size())?),
+        Shape::Scan(..) => return None,
         _ => None,
     };
-    let g = geometry(c, n, shape, root)?;
+    let g = geometry(c, shape, root)?;
     let l = Native { p, op };
     // SAFETY: this function's contract.
     let (total, part) = unsafe { part(&l, &mut (), c, sendbuf, recvbuf, &g) }.ok()?;
@@ -354,237 +418,4 @@ unsafe fn now<C: Copy + TryInto<usize>>(
         ..l.desc(g.coll, g.root, g.sum)
     };
     Some(reduce::reduce_blocking(c, total, &red, &part, g.kind, desc))
-}
-
-/// MPI_Allreduce of `count` instances.
-///
-/// # Safety
-/// `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` are the C caller's, valid as the MPI
-/// standard requires of the call; the same holds for every reduction below.
-pub unsafe fn allreduce(
-    c: &Arc<Comm>,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: usize,
-    datatype: i32,
-    op: i32,
-) -> Plan {
-    if c.is_inter() {
-        // SAFETY: this function's contract.
-        return unsafe {
-            inter::both_ways_plan(c, sendbuf, recvbuf, Some(count), 0, count, datatype, op)
-        };
-    }
-    // SAFETY: this function's contract.
-    unsafe {
-        plan(
-            c,
-            sendbuf,
-            recvbuf,
-            count,
-            Shape::<usize>::All,
-            datatype,
-            op,
-        )
-    }
-}
-
-/// The blocking MPI_Allreduce's fast path.
-///
-/// # Safety
-/// As [`allreduce`].
-pub unsafe fn allreduce_now(
-    c: &Arc<Comm>,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: usize,
-    datatype: i32,
-    op: i32,
-) -> Now {
-    // SAFETY: this function's contract.
-    unsafe {
-        now(
-            c,
-            sendbuf,
-            recvbuf,
-            count,
-            Shape::<usize>::All,
-            datatype,
-            op,
-        )
-    }
-}
-
-/// MPI_Reduce of `count` instances to `root`.
-///
-/// # Safety
-/// As [`allreduce`].
-pub unsafe fn reduce(
-    c: &Arc<Comm>,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: usize,
-    datatype: i32,
-    op: i32,
-    root: c_int,
-) -> Plan {
-    if c.is_inter() {
-        // SAFETY: this function's contract.
-        return unsafe { inter::reduce_plan(c, sendbuf, recvbuf, count, datatype, op, root) };
-    }
-    let shape = Shape::<usize>::Root(root);
-    // SAFETY: this function's contract.
-    unsafe { plan(c, sendbuf, recvbuf, count, shape, datatype, op) }
-}
-
-/// The blocking MPI_Reduce's fast path.
-///
-/// # Safety
-/// As [`allreduce`].
-pub unsafe fn reduce_now(
-    c: &Arc<Comm>,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: usize,
-    datatype: i32,
-    op: i32,
-    root: c_int,
-) -> Now {
-    let shape = Shape::<usize>::Root(root);
-    // SAFETY: this function's contract.
-    unsafe { now(c, sendbuf, recvbuf, count, shape, datatype, op) }
-}
-
-/// MPI_Reduce_scatter_block: `count` instances to each member.
-///
-/// # Safety
-/// As [`allreduce`].
-pub unsafe fn reduce_scatter_block(
-    c: &Arc<Comm>,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: usize,
-    datatype: i32,
-    op: i32,
-) -> Plan {
-    if c.is_inter() {
-        let (lo, size) = (count * c.rank, c.size());
-        let sum = count.checked_mul(size);
-        // SAFETY: this function's contract.
-        return unsafe { inter::both_ways_plan(c, sendbuf, recvbuf, sum, lo, count, datatype, op) };
-    }
-    // SAFETY: this function's contract.
-    unsafe {
-        plan(
-            c,
-            sendbuf,
-            recvbuf,
-            count,
-            Shape::<usize>::Block,
-            datatype,
-            op,
-        )
-    }
-}
-
-/// The blocking MPI_Reduce_scatter_block's fast path.
-///
-/// # Safety
-/// As [`allreduce`].
-pub unsafe fn reduce_scatter_block_now(
-    c: &Arc<Comm>,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: usize,
-    datatype: i32,
-    op: i32,
-) -> Now {
-    // SAFETY: this function's contract.
-    unsafe {
-        now(
-            c,
-            sendbuf,
-            recvbuf,
-            count,
-            Shape::<usize>::Block,
-            datatype,
-            op,
-        )
-    }
-}
-
-/// MPI_Reduce_scatter: `counts[i]` instances to member i.
-///
-/// # Safety
-/// As [`allreduce`].
-pub unsafe fn reduce_scatter(
-    c: &Arc<Comm>,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    counts: &[usize],
-    datatype: i32,
-    op: i32,
-) -> Plan {
-    if c.is_inter() {
-        let lo = counts[..c.rank].iter().sum();
-        let sum = counts.iter().try_fold(0usize, |s, &k| s.checked_add(k));
-        let my = counts[c.rank];
-        // SAFETY: this function's contract.
-        return unsafe { inter::both_ways_plan(c, sendbuf, recvbuf, sum, lo, my, datatype, op) };
-    }
-    let shape = Shape::Counts(counts);
-    // SAFETY: this function's contract.
-    unsafe { plan(c, sendbuf, recvbuf, 0, shape, datatype, op) }
-}
-
-/// The blocking MPI_Reduce_scatter's fast path, with the caller's counts as they are
-/// (a negative one: `None`).
-///
-/// # Safety
-/// As [`allreduce`].
-pub unsafe fn reduce_scatter_now<C: Copy + TryInto<usize>>(
-    c: &Arc<Comm>,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    counts: &[C],
-    datatype: i32,
-    op: i32,
-) -> Now {
-    // SAFETY: this function's contract.
-    unsafe { now(c, sendbuf, recvbuf, 0, Shape::Counts(counts), datatype, op) }
-}
-
-/// MPI_Scan (`exclusive`: MPI_Exscan) of `count` instances on an intracommunicator.
-///
-/// # Safety
-/// As [`allreduce`].
-pub unsafe fn scan(
-    c: &Arc<Comm>,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: usize,
-    datatype: i32,
-    op: i32,
-    exclusive: bool,
-) -> Plan {
-    let rd = RedData::new(datatype, op)?;
-    let g = geometry(c, count, Shape::<usize>::All, None).expect("no counts to overflow");
-    let mut st = Stage::default();
-    // SAFETY: this function's contract.
-    let (total, part) = unsafe { part(&rd, &mut st, c, sendbuf, recvbuf, &g) }?;
-    let kind = kind_of(if exclusive { "MPI_Exscan" } else { "MPI_Scan" });
-    let desc = rd.desc(kind, None, count);
-    let cc = c.clone();
-    let body: CollFuture = Box::pin(async move {
-        cc.coll.set_desc(desc);
-        let f = rd.func();
-        let red = rd.reduction(&f);
-        reduce::scan(&cc, total, &red, part.send, part.recv, exclusive).await?;
-        // MPI_Exscan leaves rank 0's receive buffer undefined: do not write it back.
-        if exclusive && cc.rank == 0 {
-            return Ok(());
-        }
-        st.finish()
-    });
-    Ok((c.clone(), body))
 }

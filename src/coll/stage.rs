@@ -58,15 +58,12 @@ pub struct Stage {
 // library runs one MPI call at a time (MPI_THREAD_SERIALIZED).
 unsafe impl Send for Stage {}
 
+/// A buffer argument as the engine sees it once staged, or why it is wrong.
+pub type Staged = MpiResult<UserBuf>;
+
 impl Stage {
     /// The bytes `count` instances at `p` contribute (packed if not contiguous).
-    pub fn input(
-        &mut self,
-        p: *const c_void,
-        count: usize,
-        t: &TypeInfo,
-        arg: &str,
-    ) -> MpiResult<UserBuf> {
+    pub fn input(&mut self, p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> Staged {
         if t.contiguous {
             return contiguous(p, count, t, arg);
         }
@@ -77,13 +74,7 @@ impl Stage {
     // A safe fn over the C caller's address, as the C boundary's plans call it: they
     // pass addresses valid as the MPI standard requires.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    pub fn output(
-        &mut self,
-        p: *mut c_void,
-        count: usize,
-        t: &TypeInfo,
-        arg: &str,
-    ) -> MpiResult<UserBuf> {
+    pub fn output(&mut self, p: *mut c_void, count: usize, t: &TypeInfo, arg: &str) -> Staged {
         if t.contiguous {
             return contiguous(p, count, t, arg);
         }
@@ -330,13 +321,7 @@ impl RedData {
     // A safe fn over the C caller's address, as the C boundary's plans call it: they
     // pass addresses valid as the MPI standard requires.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    pub fn input(
-        &self,
-        st: &mut Stage,
-        p: *const c_void,
-        count: usize,
-        arg: &str,
-    ) -> MpiResult<UserBuf> {
+    pub fn input(&self, st: &mut Stage, p: *const c_void, count: usize, arg: &str) -> Staged {
         match self.mode {
             // SAFETY: `p`: the C caller's buffer, valid as the MPI standard requires.
             RedMode::Native => unsafe { buffer(p, self.bytes(count)?, arg) },
@@ -352,13 +337,7 @@ impl RedData {
     // A safe fn over the C caller's address, as the C boundary's plans call it: they
     // pass addresses valid as the MPI standard requires.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    pub fn output(
-        &self,
-        st: &mut Stage,
-        p: *mut c_void,
-        count: usize,
-        arg: &str,
-    ) -> MpiResult<UserBuf> {
+    pub fn output(&self, st: &mut Stage, p: *mut c_void, count: usize, arg: &str) -> Staged {
         match self.mode {
             // SAFETY: `p`: the C caller's buffer, valid as the MPI standard requires.
             RedMode::Native => unsafe { buffer(p, self.bytes(count)?, arg) },

@@ -257,15 +257,21 @@ pub unsafe fn buffer(p: *const c_void, bytes: usize, arg: &str) -> MpiResult<Use
 /// Two buffers of one call must not overlap (MPI's aliasing rule).
 #[inline(always)]
 pub fn no_alias(a: &UserBuf, b: &UserBuf, what: &str) -> MpiResult<()> {
+    disjoint(a, b, what, "sendbuf and recvbuf alias; use MPI_IN_PLACE")
+}
+
+/// As [`no_alias`], with what the call asks for instead (`hint`) in the message.
+#[inline(always)]
+pub fn disjoint(a: &UserBuf, b: &UserBuf, what: &str, hint: &str) -> MpiResult<()> {
     if a.is_empty() || b.is_empty() {
         return Ok(());
     }
-    let (a0, a1) = (a.addr(), a.addr() + a.len());
-    let (b0, b1) = (b.addr(), b.addr() + b.len());
+    let (a0, a1) = (a.addr(), a.addr().saturating_add(a.len()));
+    let (b0, b1) = (b.addr(), b.addr().saturating_add(b.len()));
     if a0 < b1 && b0 < a1 {
         Err(err(
             MPI_ERR_BUFFER,
-            format!("{what}: the buffers overlap (sendbuf and recvbuf alias; use MPI_IN_PLACE)"),
+            format!("{what}: the buffers overlap ({hint})"),
         ))
     } else {
         Ok(())

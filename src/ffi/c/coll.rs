@@ -6,7 +6,7 @@
 //! (`MPI_Allreduce`: the body runs to completion in place) and its nonblocking twin
 //! (`MPI_Iallreduce`: the body becomes the request, polled by the progress engine).
 use crate::abi::*;
-use crate::coll::front::{self, Now};
+use crate::coll::front::{self, Now, Shape};
 use crate::error::{err, MpiResult};
 use crate::ffi::check::{self, CInt};
 use std::os::raw::{c_int, c_void};
@@ -106,43 +106,30 @@ coll_entry!(MPI_Barrier, PMPI_Barrier, MPI_Ibarrier, PMPI_Ibarrier, MPI_Barrier_
 // Each with its blocking fast path (`*_now`): a count it cannot take (negative) or a
 // communicator that does not resolve leaves the call to the full path.
 
-fn allreduce<C: CInt>(sb: In, rb: Out, count: C, dt: i32, op: i32, comm: i32) -> Plan {
-    let c = check::comm(comm)?;
-    let n = check::count(count, "count")?;
+/// MPI_Allreduce, or (`BLOCK`) MPI_Reduce_scatter_block.
+fn all<const BLOCK: bool>(sb: In, rb: Out, n: impl CInt, dt: i32, op: i32, comm: i32) -> Plan {
+    let arg = if BLOCK { "recvcount" } else { "count" };
+    let (c, n) = (check::comm(comm)?, check::count(n, arg)?);
     // SAFETY: the buffers: passed on from the entry point, valid as the MPI caller must pass them.
-    unsafe { front::allreduce(&c, sb, rb, n, dt, op) }
+    unsafe { front::reduce(&c, sb, rb, Shape::all(n, BLOCK), dt, op) }
 }
 
-fn allreduce_now<C: CInt>(sb: In, rb: Out, count: C, dt: i32, op: i32, comm: i32) -> Now {
-    let (c, n) = (front::comm_now(comm)?, usize::try_from(count.into()).ok()?);
-    // SAFETY: as in `allreduce`.
-    unsafe { front::allreduce_now(&c, sb, rb, n, dt, op) }
-}
-
-fn reduce<C: CInt>(sb: In, rb: Out, count: C, dt: i32, op: i32, root: c_int, comm: i32) -> Plan {
-    let c = check::comm(comm)?;
-    let n = check::count(count, "count")?;
-    // SAFETY: as in `allreduce`.
-    unsafe { front::reduce(&c, sb, rb, n, dt, op, root) }
-}
-
-fn reduce_now<C: CInt>(sb: In, rb: Out, count: C, dt: i32, op: i32, root: c_int, comm: i32) -> Now {
-    let (c, n) = (front::comm_now(comm)?, usize::try_from(count.into()).ok()?);
-    // SAFETY: as in `allreduce`.
-    unsafe { front::reduce_now(&c, sb, rb, n, dt, op, root) }
-}
-
-fn reduce_scatter_block<C: CInt>(sb: In, rb: Out, count: C, dt: i32, op: i32, comm: i32) -> Plan {
-    let c = check::comm(comm)?;
-    let n = check::count(count, "recvcount")?;
-    // SAFETY: as in `allreduce`.
-    unsafe { front::reduce_scatter_block(&c, sb, rb, n, dt, op) }
-}
-
-fn reduce_scatter_block_now<C: CInt>(sb: In, rb: Out, n: C, dt: i32, op: i32, comm: i32) -> Now {
+fn all_now<const BLOCK: bool>(sb: In, rb: Out, n: impl CInt, dt: i32, op: i32, comm: i32) -> Now {
     let (c, n) = (front::comm_now(comm)?, usize::try_from(n.into()).ok()?);
-    // SAFETY: as in `allreduce`.
-    unsafe { front::reduce_scatter_block_now(&c, sb, rb, n, dt, op) }
+    // SAFETY: as in `all`.
+    unsafe { front::reduce_now(&c, sb, rb, Shape::all(n, BLOCK), dt, op) }
+}
+
+fn reduce(sb: In, rb: Out, n: impl CInt, dt: i32, op: i32, root: c_int, comm: i32) -> Plan {
+    let (c, n) = (check::comm(comm)?, check::count(n, "count")?);
+    // SAFETY: as in `all`.
+    unsafe { front::reduce(&c, sb, rb, Shape::root(n, root), dt, op) }
+}
+
+fn reduce_now(sb: In, rb: Out, n: impl CInt, dt: i32, op: i32, root: c_int, comm: i32) -> Now {
+    let (c, n) = (front::comm_now(comm)?, usize::try_from(n.into()).ok()?);
+    // SAFETY: as in `all`.
+    unsafe { front::reduce_now(&c, sb, rb, Shape::root(n, root), dt, op) }
 }
 
 fn reduce_scatter<C: CInt>(sb: In, rb: Out, counts: *const C, dt: i32, op: i32, comm: i32) -> Plan {
@@ -150,8 +137,8 @@ fn reduce_scatter<C: CInt>(sb: In, rb: Out, counts: *const C, dt: i32, op: i32, 
     // SAFETY: `counts`: passed on from the entry point, valid as the MPI caller must pass it.
     let counts = unsafe { check::plan_array(counts, c.size(), "recvcounts") }?;
     let counts = check::counts(&counts, "recvcounts")?;
-    // SAFETY: as in `allreduce`.
-    unsafe { front::reduce_scatter(&c, sb, rb, &counts, dt, op) }
+    // SAFETY: as in `all`.
+    unsafe { front::reduce(&c, sb, rb, Shape::Counts(&counts), dt, op) }
 }
 
 fn reduce_scatter_now<C>(sb: In, rb: Out, counts: *const C, dt: i32, op: i32, comm: i32) -> Now
@@ -161,35 +148,28 @@ where
     let c = front::comm_now(comm)?;
     // SAFETY: `counts`: passed on from the entry point, valid as the MPI caller must pass it.
     let counts = unsafe { check::array(counts, c.size(), "recvcounts") }.ok()?;
-    // SAFETY: as in `allreduce`.
-    unsafe { front::reduce_scatter_now(&c, sb, rb, counts, dt, op) }
+    // SAFETY: as in `all`.
+    unsafe { front::reduce_now(&c, sb, rb, Shape::Counts(counts), dt, op) }
 }
 
-fn scan<C: CInt>(sb: In, rb: Out, count: C, dt: i32, op: i32, comm: i32) -> Plan {
-    let c = intra(comm)?;
-    let n = check::count(count, "count")?;
-    // SAFETY: as in `allreduce`.
-    unsafe { front::scan(&c, sb, rb, n, dt, op, false) }
+/// MPI_Scan, or (`EX`) MPI_Exscan.
+fn scan<const EX: bool>(sb: In, rb: Out, n: impl CInt, dt: i32, op: i32, comm: i32) -> Plan {
+    let (c, n) = (intra(comm)?, check::count(n, "count")?);
+    // SAFETY: as in `all`.
+    unsafe { front::reduce(&c, sb, rb, Shape::scan(n, EX), dt, op) }
 }
 
-fn exscan<C: CInt>(sb: In, rb: Out, count: C, dt: i32, op: i32, comm: i32) -> Plan {
-    let c = intra(comm)?;
-    let n = check::count(count, "count")?;
-    // SAFETY: as in `allreduce`.
-    unsafe { front::scan(&c, sb, rb, n, dt, op, true) }
-}
-
-coll_entry!(MPI_Allreduce, PMPI_Allreduce, MPI_Iallreduce, PMPI_Iallreduce, MPI_Allreduce_init, PMPI_Allreduce_init, allreduce, comm, now = allreduce_now,
+coll_entry!(MPI_Allreduce, PMPI_Allreduce, MPI_Iallreduce, PMPI_Iallreduce, MPI_Allreduce_init, PMPI_Allreduce_init, all::<false>, comm, now = all_now::<false>,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32));
 coll_entry!(MPI_Reduce, PMPI_Reduce, MPI_Ireduce, PMPI_Ireduce, MPI_Reduce_init, PMPI_Reduce_init, reduce, comm, now = reduce_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, root: c_int, comm: i32));
-coll_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, MPI_Reduce_scatter_block_init, PMPI_Reduce_scatter_block_init, reduce_scatter_block, comm, now = reduce_scatter_block_now,
+coll_entry!(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, MPI_Reduce_scatter_block_init, PMPI_Reduce_scatter_block_init, all::<true>, comm, now = all_now::<true>,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: i32, op: i32, comm: i32));
 coll_entry!(MPI_Reduce_scatter, PMPI_Reduce_scatter, MPI_Ireduce_scatter, PMPI_Ireduce_scatter, MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init, reduce_scatter, comm, now = reduce_scatter_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: i32, op: i32, comm: i32));
-coll_entry!(MPI_Scan, PMPI_Scan, MPI_Iscan, PMPI_Iscan, MPI_Scan_init, PMPI_Scan_init, scan, comm,
+coll_entry!(MPI_Scan, PMPI_Scan, MPI_Iscan, PMPI_Iscan, MPI_Scan_init, PMPI_Scan_init, scan::<false>, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32));
-coll_entry!(MPI_Exscan, PMPI_Exscan, MPI_Iexscan, PMPI_Iexscan, MPI_Exscan_init, PMPI_Exscan_init, exscan, comm,
+coll_entry!(MPI_Exscan, PMPI_Exscan, MPI_Iexscan, PMPI_Iexscan, MPI_Exscan_init, PMPI_Exscan_init, scan::<true>, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: i32, op: i32, comm: i32));
 
 // ---------------------------------------------------------------- MPI-4 large counts
@@ -197,15 +177,15 @@ coll_entry!(MPI_Exscan, PMPI_Exscan, MPI_Iexscan, PMPI_Iexscan, MPI_Exscan_init,
 // The same plans with MPI_Count counts (`_c`), in blocking, nonblocking and persistent
 // forms: vectors past 2^31 elements.
 
-coll_entry!(MPI_Allreduce_c, PMPI_Allreduce_c, MPI_Iallreduce_c, PMPI_Iallreduce_c, MPI_Allreduce_init_c, PMPI_Allreduce_init_c, allreduce, comm, now = allreduce_now,
+coll_entry!(MPI_Allreduce_c, PMPI_Allreduce_c, MPI_Iallreduce_c, PMPI_Iallreduce_c, MPI_Allreduce_init_c, PMPI_Allreduce_init_c, all::<false>, comm, now = all_now::<false>,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: i32, op: i32, comm: i32));
 coll_entry!(MPI_Reduce_c, PMPI_Reduce_c, MPI_Ireduce_c, PMPI_Ireduce_c, MPI_Reduce_init_c, PMPI_Reduce_init_c, reduce, comm, now = reduce_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: i32, op: i32, root: c_int, comm: i32));
-coll_entry!(MPI_Reduce_scatter_block_c, PMPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block_c, PMPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init_c, PMPI_Reduce_scatter_block_init_c, reduce_scatter_block, comm, now = reduce_scatter_block_now,
+coll_entry!(MPI_Reduce_scatter_block_c, PMPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block_c, PMPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init_c, PMPI_Reduce_scatter_block_init_c, all::<true>, comm, now = all_now::<true>,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: i32, op: i32, comm: i32));
 coll_entry!(MPI_Reduce_scatter_c, PMPI_Reduce_scatter_c, MPI_Ireduce_scatter_c, PMPI_Ireduce_scatter_c, MPI_Reduce_scatter_init_c, PMPI_Reduce_scatter_init_c, reduce_scatter, comm, now = reduce_scatter_now,
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: i32, op: i32, comm: i32));
-coll_entry!(MPI_Scan_c, PMPI_Scan_c, MPI_Iscan_c, PMPI_Iscan_c, MPI_Scan_init_c, PMPI_Scan_init_c, scan, comm,
+coll_entry!(MPI_Scan_c, PMPI_Scan_c, MPI_Iscan_c, PMPI_Iscan_c, MPI_Scan_init_c, PMPI_Scan_init_c, scan::<false>, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: i32, op: i32, comm: i32));
-coll_entry!(MPI_Exscan_c, PMPI_Exscan_c, MPI_Iexscan_c, PMPI_Iexscan_c, MPI_Exscan_init_c, PMPI_Exscan_init_c, exscan, comm,
+coll_entry!(MPI_Exscan_c, PMPI_Exscan_c, MPI_Iexscan_c, PMPI_Iexscan_c, MPI_Exscan_init_c, PMPI_Exscan_init_c, scan::<true>, comm,
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: i32, op: i32, comm: i32));
