@@ -3,13 +3,18 @@
 //! group. Reductions keep the canonical-order, bitwise-identical promise: each group's
 //! reduction is folded over its ranks 0..n-1 in order, by its own members, and copied to
 //! every receiver of the other group.
+use super::nb::CollFuture;
+use super::plan::Plan;
 use super::reduce::{self, Part, Reduction};
+use super::stage::{RedData, Stage};
 use super::Chan;
 use crate::abi::*;
+use crate::args;
 use crate::comm::Comm;
 use crate::error::{err, MpiResult};
 use crate::p2p::UserBuf;
-use std::os::raw::c_int;
+use std::os::raw::{c_int, c_void};
+use std::sync::Arc;
 
 /// The role of this process in a rooted intercommunicator collective.
 #[derive(Clone, Copy)]
@@ -58,27 +63,22 @@ pub async fn reduce(
     ch.put_args(&[mine as u64]);
     ch.step().await?;
     let total = ch.peer_args(root_chan, 0) as usize;
-    match (role, red) {
-        (Role::Root, Some(red)) => {
-            let contrib = remote_chans(c);
-            // The root folds in the one-step path, so it needs the real operation.
-            reduce::reduce_group(
-                &ch,
-                total,
-                red,
-                &Part {
-                    send: None,
-                    recv: buf,
-                    lo: 0,
-                    hi: total,
-                },
-                &contrib,
-                false,
-                reduce::SMALL,
-            )
-            .await
-        }
-        (Role::Peer(r), Some(red)) => {
+    let none = |send, recv| Part {
+        send,
+        recv,
+        lo: 0,
+        hi: 0,
+    };
+    let (contrib, part) = match (role, red) {
+        // The root folds in the one-step path, so it needs the real operation.
+        (Role::Root, Some(_)) => (
+            remote_chans(c),
+            Part {
+                hi: total,
+                ..none(None, buf)
+            },
+        ),
+        (Role::Peer(r), Some(_)) => {
             if c.chan_of_remote(r) != root_chan {
                 return Err(err(
                     MPI_ERR_ROOT,
@@ -91,49 +91,103 @@ pub async fn reduce(
                     format!("this process reduces {mine} bytes but the root expects {total}"),
                 ));
             }
-            let contrib = local_chans(c);
-            reduce::reduce_group(
-                &ch,
-                total,
-                red,
-                &Part {
-                    send: Some(buf),
-                    recv: UserBuf::empty(),
-                    lo: 0,
-                    hi: 0,
-                },
-                &contrib,
-                false,
-                reduce::SMALL,
-            )
-            .await
+            (local_chans(c), none(Some(buf), UserBuf::empty()))
         }
-        _ => {
-            let contrib = remote_chans(c);
-            // Any extent divides the agreed length in the steps; nothing is folded here.
-            let redn = Reduction {
-                f: &idle_fold,
-                commutative: true,
-                extent: 1,
-                multi: None,
-            };
-            reduce::reduce_group(
-                &ch,
-                total,
-                &redn,
-                &Part {
-                    send: None,
-                    recv: UserBuf::empty(),
-                    lo: 0,
-                    hi: 0,
-                },
-                &contrib,
-                false,
-                reduce::SMALL,
-            )
-            .await
+        _ => (remote_chans(c), none(None, UserBuf::empty())),
+    };
+    // Any extent divides the agreed length in the steps; an idle member folds nothing.
+    let idle = Reduction {
+        f: &idle_fold,
+        commutative: true,
+        extent: 1,
+        multi: None,
+    };
+    let red = red.unwrap_or(&idle);
+    reduce::reduce_group(&ch, total, red, &part, &contrib, false, reduce::SMALL).await
+}
+
+/// MPI_Reduce on an intercommunicator as a plan: the arguments this process's role
+/// makes significant are checked and staged now; the root discovery and the length
+/// agreement are steps.
+///
+/// # Safety
+/// `sendbuf` and `recvbuf` are the C caller's, valid as the MPI standard requires.
+pub unsafe fn reduce_plan(
+    c: &Arc<Comm>,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: usize,
+    datatype: i32,
+    op: i32,
+    root: c_int,
+) -> Plan {
+    let role = inter_root(c, root)?;
+    let mut st = Stage::default();
+    let (rd, buf) = match role {
+        Role::Root => {
+            let rd = RedData::new(datatype, op)?;
+            let recv = rd.output(&mut st, recvbuf, count, "recvbuf")?;
+            (Some(rd), recv)
         }
-    }
+        Role::Peer(_) => {
+            args::not_in_place(sendbuf, "sendbuf")?;
+            let rd = RedData::new(datatype, op)?;
+            let send = rd.input(&mut st, sendbuf, count, "sendbuf")?;
+            (Some(rd), send)
+        }
+        Role::Idle => (None, UserBuf::empty()),
+    };
+    let mine = match &rd {
+        Some(rd) => rd.bytes(count)?,
+        None => 0,
+    };
+    let cc = c.clone();
+    let body: CollFuture = Box::pin(async move {
+        match rd {
+            Some(rd) => {
+                let f = rd.func();
+                let red = rd.reduction(&f);
+                reduce(&cc, role, mine, Some(&red), buf).await?
+            }
+            None => reduce(&cc, role, mine, None, buf).await?,
+        }
+        st.finish()
+    });
+    Ok((c.clone(), body))
+}
+
+/// MPI_Allreduce and the reduce-scatters on an intercommunicator as a plan: this
+/// group's vector of `sum` instances (`None`: its length overflows); this process
+/// receives `my` instances of the other group's reduction, from instance `lo`.
+///
+/// # Safety
+/// As [`reduce_plan`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn both_ways_plan(
+    c: &Arc<Comm>,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    sum: Option<usize>,
+    lo: usize,
+    my: usize,
+    datatype: i32,
+    op: i32,
+) -> Plan {
+    args::not_in_place(sendbuf, "sendbuf")?;
+    let rd = RedData::new(datatype, op)?;
+    let sum = sum.ok_or_else(|| err(MPI_ERR_COUNT, "the vector's length overflows"))?;
+    let (lo, hi, total) = (rd.bytes(lo)?, rd.bytes(lo + my)?, rd.bytes(sum)?);
+    let mut st = Stage::default();
+    let send = rd.input(&mut st, sendbuf, sum, "sendbuf")?;
+    let recv = rd.output(&mut st, recvbuf, my, "recvbuf")?;
+    let cc = c.clone();
+    let body: CollFuture = Box::pin(async move {
+        let f = rd.func();
+        let red = rd.reduction(&f);
+        both_ways(&cc, &red, total, send, recv, lo, hi).await?;
+        st.finish()
+    });
+    Ok((c.clone(), body))
 }
 
 /// Allreduce and reduce-scatter across the groups, in two passes: group A's reduction

@@ -28,6 +28,7 @@ pub mod agree;
 pub mod bcast;
 pub mod chain;
 pub mod direct;
+pub mod front;
 pub mod gather;
 pub mod inter;
 pub mod moves;

@@ -70,10 +70,16 @@ pub fn start_plan_id(name: &'static str, p: Plan) -> MpiResult<usize> {
 pub fn intra(comm: i32) -> MpiResult<Arc<Comm>> {
     let c = crate::args::comm(comm)?;
     if c.is_inter() {
-        return Err(err(
-            MPI_ERR_COMM,
-            "this operation is defined on intracommunicators only",
-        ));
+        return Err(intra_only());
     }
     Ok(c)
+}
+
+/// The error of an intercommunicator passed to an operation defined on
+/// intracommunicators only.
+pub fn intra_only() -> MpiError {
+    err(
+        MPI_ERR_COMM,
+        "this operation is defined on intracommunicators only",
+    )
 }

@@ -5,40 +5,19 @@
 //! the staging buffers of outputs (unpacked when the collective is done); [`RedData`]
 //! decides how a reduction's data is laid out.
 //!
-//! The C boundary checks the buffer arguments (ffi/typed.rs) before it stages them here.
+//! The buffer arguments are the C caller's addresses, checked here (NULL, MPI_IN_PLACE,
+//! MPI_BOTTOM) before they are staged.
 use crate::abi::*;
+use crate::args::check_base;
 use crate::datatype::predefined::Predef;
 use crate::datatype::{TypeInfo, TypeRef};
 use crate::error::{err, MpiResult};
+use crate::p2p::buf::{buffer, contiguous, pack_vec, packed_len};
 use crate::p2p::UserBuf;
 use std::os::raw::c_void;
 
 fn lookup(t: &TypeInfo) -> MpiResult<TypeRef> {
     crate::datatype::lookup(t.handle)
-}
-
-/// Bytes of the packed stream of `count` instances.
-pub fn packed_len(t: &TypeInfo, count: usize) -> MpiResult<usize> {
-    count.checked_mul(t.size).ok_or_else(|| {
-        err(
-            MPI_ERR_COUNT,
-            format!("count={count} x size {} overflows", t.size),
-        )
-    })
-}
-
-/// Packs `count` instances at `p` into a new vector.
-///
-/// # Safety
-/// `p` holds `count` instances of the datatype (the caller's MPI buffer, checked).
-pub unsafe fn pack_vec(p: *const c_void, count: usize, t: &TypeInfo) -> MpiResult<Vec<u8>> {
-    let ty = lookup(t)?;
-    let mut v = vec![0u8; packed_len(t, count)?];
-    if !v.is_empty() {
-        // SAFETY: this function's contract.
-        unsafe { crate::datatype::pack(&ty, count, p as *const u8, &mut v, 0) };
-    }
-    Ok(v)
 }
 
 /// Unpacks a packed stream into `count` instances at `p`.
@@ -79,7 +58,32 @@ pub struct Stage {
 // library runs one MPI call at a time (MPI_THREAD_SERIALIZED).
 unsafe impl Send for Stage {}
 
+/// A buffer argument as the engine sees it once staged, or why it is wrong.
+pub type Staged = MpiResult<UserBuf>;
+
 impl Stage {
+    /// The bytes `count` instances at `p` contribute (packed if not contiguous).
+    pub fn input(&mut self, p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> Staged {
+        if t.contiguous {
+            return contiguous(p, count, t, arg);
+        }
+        Ok(self.packed(pack_vec(p, count, t, arg)?))
+    }
+
+    /// Where `count` instances at `p` are received (a staging buffer if not contiguous).
+    // A safe fn over the C caller's address, as the C boundary's plans call it: they
+    // pass addresses valid as the MPI standard requires.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn output(&mut self, p: *mut c_void, count: usize, t: &TypeInfo, arg: &str) -> Staged {
+        if t.contiguous {
+            return contiguous(p, count, t, arg);
+        }
+        check_base(p, count, t, arg)?;
+        // SAFETY: checked; the MPI caller keeps the buffer valid until the collective
+        // completes.
+        unsafe { self.unpacked(p, count, t) }
+    }
+
     /// Keeps `v` for the collective's duration and returns the engine's view of it.
     fn hold(&mut self, mut v: Vec<u8>) -> UserBuf {
         // SAFETY: the vector is kept in `self.bufs` (its heap block does not move) for
@@ -313,6 +317,43 @@ impl RedData {
         })
     }
 
+    /// The bytes `count` instances at `p` contribute to the reduction.
+    // A safe fn over the C caller's address, as the C boundary's plans call it: they
+    // pass addresses valid as the MPI standard requires.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn input(&self, st: &mut Stage, p: *const c_void, count: usize, arg: &str) -> Staged {
+        match self.mode {
+            // SAFETY: `p`: the C caller's buffer, valid as the MPI standard requires.
+            RedMode::Native => unsafe { buffer(p, self.bytes(count)?, arg) },
+            RedMode::Packed => match self.spread() {
+                Some(se) => st.spread(pack_vec(p, count, &self.t, arg)?, se),
+                None => st.input(p, count, &self.t, arg),
+            },
+            RedMode::Image => st.image(pack_vec(p, count, &self.t, arg)?, count, &self.t),
+        }
+    }
+
+    /// Where this process's part of the reduction's result is received.
+    // A safe fn over the C caller's address, as the C boundary's plans call it: they
+    // pass addresses valid as the MPI standard requires.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn output(&self, st: &mut Stage, p: *mut c_void, count: usize, arg: &str) -> Staged {
+        match self.mode {
+            // SAFETY: `p`: the C caller's buffer, valid as the MPI standard requires.
+            RedMode::Native => unsafe { buffer(p, self.bytes(count)?, arg) },
+            RedMode::Packed if self.spread().is_none() => st.output(p, count, &self.t, arg),
+            _ => {
+                check_base(p, count, &self.t, arg)?;
+                match self.spread() {
+                    // SAFETY: as in `Stage::output`.
+                    Some(se) => unsafe { st.spread_output(p, count, &self.t, se) },
+                    // SAFETY: as in `Stage::output`.
+                    None => unsafe { st.image_output(p, count, &self.t) },
+                }
+            }
+        }
+    }
+
     /// Whether the engine may read the input straight from the receive buffer
     /// (MPI_IN_PLACE without staging).
     pub fn native(&self) -> bool {
@@ -336,10 +377,11 @@ impl RedData {
         })
     }
 
-    /// The argument descriptor of a reduction of `count` instances (coll/agree.rs): a
-    /// predefined op and datatype are compared by handle, everything by byte count.
-    pub fn desc(&self, kind: &str, root: Option<usize>, count: usize) -> super::agree::Desc {
-        use super::agree::{kind_of, Desc, ANY};
+    /// The argument descriptor of a reduction of `count` instances (coll/agree.rs), of
+    /// the collective numbered `kind` (`agree::kind_of`): a predefined op and datatype
+    /// are compared by handle, everything by byte count.
+    pub fn desc(&self, kind: u16, root: Option<usize>, count: usize) -> super::agree::Desc {
+        use super::agree::{Desc, ANY};
         let op = match &self.op {
             crate::op::OpRef::Builtin(_) => self.op_handle as u32 as u64,
             // A user op is not compared (its handle is the process's own), but the
@@ -354,7 +396,7 @@ impl RedData {
             ANY
         };
         Desc {
-            kind: kind_of(kind),
+            kind,
             root: root.map_or(ANY, |r| r as u64),
             op,
             dtype,

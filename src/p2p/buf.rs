@@ -4,8 +4,13 @@
 //! Unsafe code here (every block has its SAFETY line):
 //! - `UserBuf`, the raw pointer and length of a buffer the program lent to an operation
 //!   that may complete later (no lifetime can say "until the request completes"), and
-//!   its streaming copy; `Unpack`'s origin, unpacked into when a receive completes.
+//!   its streaming copy; `Unpack`'s origin, unpacked into when a receive completes;
+//! - the user buffers of `count` instances of a datatype that a send transmits or a
+//!   receive fills (`send_data`, `recv_into`, `pack_vec`), the C caller's addresses.
+use super::{RecvInto, SendData};
 use crate::abi::MPI_ERR_BUFFER;
+use crate::args::check_base;
+use crate::datatype::TypeInfo;
 use crate::error::{err, MpiResult};
 use std::os::raw::c_void;
 use std::ptr;
@@ -231,6 +236,7 @@ impl Unpack {
 /// # Safety
 /// Unless NULL, `p` must be valid for reads (and for writes, if the operation writes
 /// the buffer) of `bytes` bytes until the operation completes (`UserBuf::new`).
+#[inline(always)]
 pub unsafe fn buffer(p: *const c_void, bytes: usize, arg: &str) -> MpiResult<UserBuf> {
     if crate::args::is_in_place(p) {
         return Err(err(
@@ -249,20 +255,79 @@ pub unsafe fn buffer(p: *const c_void, bytes: usize, arg: &str) -> MpiResult<Use
 }
 
 /// Two buffers of one call must not overlap (MPI's aliasing rule).
+#[inline(always)]
 pub fn no_alias(a: &UserBuf, b: &UserBuf, what: &str) -> MpiResult<()> {
+    disjoint(a, b, what, "sendbuf and recvbuf alias; use MPI_IN_PLACE")
+}
+
+/// As [`no_alias`], with what the call asks for instead (`hint`) in the message.
+#[inline(always)]
+pub fn disjoint(a: &UserBuf, b: &UserBuf, what: &str, hint: &str) -> MpiResult<()> {
     if a.is_empty() || b.is_empty() {
         return Ok(());
     }
-    let (a0, a1) = (a.addr(), a.addr() + a.len());
-    let (b0, b1) = (b.addr(), b.addr() + b.len());
+    let (a0, a1) = (a.addr(), a.addr().saturating_add(a.len()));
+    let (b0, b1) = (b.addr(), b.addr().saturating_add(b.len()));
     if a0 < b1 && b0 < a1 {
         Err(err(
             MPI_ERR_BUFFER,
-            format!("{what}: the buffers overlap (sendbuf and recvbuf alias; use MPI_IN_PLACE)"),
+            format!("{what}: the buffers overlap ({hint})"),
         ))
     } else {
         Ok(())
     }
+}
+
+/// Bytes of the packed stream of `count` instances.
+pub fn packed_len(t: &TypeInfo, count: usize) -> MpiResult<usize> {
+    count.checked_mul(t.size).ok_or_else(|| {
+        err(
+            crate::abi::MPI_ERR_COUNT,
+            format!("count={count} x size {} overflows", t.size),
+        )
+    })
+}
+
+/// The bytes of `count` instances at `p` of a contiguous datatype, as they are. (A safe
+/// fn over the C caller's address, as the C boundary calls it and the buffer functions
+/// below: they pass addresses valid as the MPI standard requires.)
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn contiguous(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<UserBuf> {
+    // SAFETY: `p`: the C caller's buffer, valid as the MPI standard requires.
+    unsafe { buffer(p, packed_len(t, count)?, arg) }
+}
+
+/// Packs `count` instances at `p` into a new vector.
+pub fn pack_vec(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<Vec<u8>> {
+    check_base(p, count, t, arg)?;
+    let ty = crate::datatype::lookup(t.handle)?;
+    let mut v = vec![0u8; packed_len(t, count)?];
+    if !v.is_empty() {
+        // SAFETY: checked; the MPI caller guarantees `count` instances of the datatype at `p`.
+        unsafe { crate::datatype::pack(&ty, count, p as *const u8, &mut v, 0) };
+    }
+    Ok(v)
+}
+
+/// What a send of `count` instances at `p` transmits.
+pub fn send_data(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<SendData> {
+    if t.contiguous {
+        return Ok(SendData::User(contiguous(p, count, t, arg)?));
+    }
+    Ok(SendData::Owned(pack_vec(p, count, t, arg)?))
+}
+
+/// Where a receive of `count` instances at `p` puts the message.
+pub fn recv_into(p: *mut c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<RecvInto> {
+    if t.contiguous {
+        return Ok(RecvInto::Bytes(contiguous(p, count, t, arg)?));
+    }
+    check_base(p, count, t, arg)?;
+    let ty = crate::datatype::lookup(t.handle)?;
+    // SAFETY: the MPI caller keeps the receive buffer valid until the request completes.
+    Ok(RecvInto::Typed(Box::new(unsafe {
+        Unpack::new(ty, count, p as *mut u8)
+    })))
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 //! C entry points, grouped as the standard's chapters.
 pub mod coll;
-pub mod coll_inter;
 pub mod coll_move;
 pub mod comm;
 pub mod compat;

@@ -1,27 +1,49 @@
 //! MPI §5.9: user-defined operations and the local reduction.
 //! MPI_Op_create, MPI_Op_free, MPI_Op_commutative, MPI_Reduce_local.
 use crate::abi::*;
-use crate::error::{err, MpiResult};
+use crate::error::MpiResult;
 use crate::ffi::check;
 use crate::mpi_entry;
 use crate::op;
+use crate::p2p::buf::disjoint;
+use crate::p2p::UserBuf;
 use std::os::raw::{c_int, c_void};
 
-/// Whether `bytes` bytes at `a` and at `b` overlap.
-fn overlaps(a: *const c_void, b: *const c_void, bytes: usize) -> bool {
-    let (a, b) = (a as usize, b as usize);
-    bytes > 0 && a < b.saturating_add(bytes) && b < a.saturating_add(bytes)
+type UserFnPtr = Option<op::UserFn>;
+
+/// A user function argument, rejected when NULL.
+fn user_fn<F>(f: Option<F>) -> MpiResult<F> {
+    check::not_null(
+        f.as_ref().map_or(std::ptr::null(), |f| f as *const F),
+        "user_fn",
+    )?;
+    Ok(f.expect("checked"))
 }
 
-type UserFnPtr = Option<op::UserFn>;
+/// What MPI_Reduce_local asks for instead of overlapping buffers.
+const DISTINCT: &str = "MPI_Reduce_local needs two distinct buffers";
+
+/// `bytes` bytes at each of `inbuf` and `inoutbuf`, as the reduction sees them.
+///
+/// # Safety
+/// Both hold `bytes` bytes, valid for the call (`inoutbuf` writable), as the standard
+/// requires of MPI_Reduce_local's caller.
+unsafe fn views(inbuf: *const c_void, inoutbuf: *mut c_void, bytes: usize) -> (UserBuf, UserBuf) {
+    // SAFETY: this function's contract.
+    unsafe {
+        (
+            UserBuf::new(inbuf as *mut u8, bytes),
+            UserBuf::new(inoutbuf as *mut u8, bytes),
+        )
+    }
+}
 
 mpi_entry!(MPI_Op_create, PMPI_Op_create,
     (user_fn: UserFnPtr, commute: c_int, op_out: *mut i32),
     errcomm = MPI_COMM_WORLD, {
     crate::runtime::job()?;
     check::not_null(op_out, "op (the output handle)")?;
-    let f = user_fn.ok_or_else(|| err(MPI_ERR_ARG, "user_fn is NULL"))?;
-    *op_out = op::create(op::UserFunc::Int(f), commute != 0)?;
+    *op_out = op::create(op::UserFunc::Int(self::user_fn(user_fn)?), commute != 0)?;
     Ok(())
 });
 
@@ -32,8 +54,7 @@ mpi_entry!(MPI_Op_create_c, PMPI_Op_create_c,
     errcomm = MPI_COMM_WORLD, {
     crate::runtime::job()?;
     check::not_null(op_out, "op (the output handle)")?;
-    let f = user_fn.ok_or_else(|| err(MPI_ERR_ARG, "user_fn is NULL"))?;
-    *op_out = op::create(op::UserFunc::Count(f), commute != 0)?;
+    *op_out = op::create(op::UserFunc::Count(self::user_fn(user_fn)?), commute != 0)?;
     Ok(())
 });
 
@@ -81,19 +102,19 @@ unsafe fn reduce_local_fast(
     if !ok(inbuf) || !ok(inoutbuf) {
         return false;
     }
-    match op::span(p, count as usize) {
-        Some(bytes) if !overlaps(inbuf, inoutbuf, bytes) => {
-            // SAFETY: the standard requires both buffers to hold `count` elements of
-            // `datatype` (`bytes` bytes); both are non-NULL and not MPI_IN_PLACE.
-            let a = std::slice::from_raw_parts(inbuf as *const u8, bytes);
-            // SAFETY: as above; the buffers do not overlap, and inoutbuf is written
-            // through this one slice only.
-            let io = std::slice::from_raw_parts_mut(inoutbuf as *mut u8, bytes);
-            k(a, io);
-            true
-        }
-        _ => false,
+    let Some(bytes) = op::span(p, count as usize) else {
+        return false;
+    };
+    // SAFETY: the standard requires both buffers to hold `count` elements of `datatype`
+    // (`bytes` bytes); both are non-NULL and not MPI_IN_PLACE.
+    let (a, io) = views(inbuf, inoutbuf, bytes);
+    if disjoint(&a, &io, "", "").is_err() {
+        return false;
     }
+    // SAFETY: as above; the buffers do not overlap, and inoutbuf is written through
+    // this one slice only.
+    k(a.as_slice(), io.as_mut_slice());
+    true
 }
 
 mpi_entry!(MPI_Reduce_local, PMPI_Reduce_local,
@@ -119,19 +140,17 @@ unsafe fn reduce_local(
 ) -> MpiResult<()> {
     check::elements(inbuf, n, "inbuf")?;
     check::elements(inoutbuf, n, "inoutbuf")?;
-    let span = crate::datatype::info(datatype).map_or(0, |(size, ext)| {
-        if n == 0 {
-            0
-        } else {
-            (n - 1).saturating_mul(ext).saturating_add(size)
-        }
-    });
-    if n > 0 && (std::ptr::eq(inbuf, inoutbuf) || overlaps(inbuf, inoutbuf, span)) {
-        return Err(err(
-            MPI_ERR_BUFFER,
-            format!("inbuf ({inbuf:p}) and inoutbuf ({inoutbuf:p}) overlap; MPI_Reduce_local needs two distinct buffers"),
-        ));
-    }
+    // (at least one byte each with elements: the same address overlaps whatever the
+    // datatype)
+    let span = match n {
+        0 => 0,
+        _ => crate::datatype::info(datatype).map_or(1, |(size, ext)| {
+            (n - 1).saturating_mul(ext).saturating_add(size).max(1)
+        }),
+    };
+    // SAFETY: views for the overlap check only (nothing is read through them).
+    let (a, io) = views(inbuf, inoutbuf, span);
+    disjoint(&a, &io, "inbuf/inoutbuf", DISTINCT)?;
     let o = op::resolve(op_h)?;
     // SAFETY: as this function's contract; the buffers were checked above.
     op::reduce_local(&o, datatype, inbuf, inoutbuf, n)
