@@ -23,7 +23,7 @@ use super::plan::Plan;
 use super::stage::Stage;
 use crate::abi::*;
 use crate::args::root as root_arg;
-use crate::args::{check_base, count, datatype, is_in_place, not_in_place, offset, span};
+use crate::args::{count, datatype, is_in_place, not_in_place, offset, span};
 use crate::args::{CInt, TypeInfo};
 use crate::comm::Comm;
 use crate::error::{err, MpiResult};
@@ -694,10 +694,7 @@ unsafe fn alltoall_like(
                 if Some(k) != skip {
                     // Always a private copy: the receive side writes the same bytes.
                     let p = offset(recvbuf, disp);
-                    check_base(p, count, &t, "recvbuf")?;
-                    // SAFETY: checked; this function's contract makes `count` instances
-                    // of `t` at `p` (peer k's place in recvbuf) valid.
-                    let packed = unsafe { super::stage::pack_vec(p, count, &t) }?;
+                    let packed = crate::p2p::buf::pack_vec(p, count, &t, "recvbuf")?;
                     v[chan(k)] = whole(st.packed(packed));
                 }
             }

@@ -24,12 +24,11 @@
 //! these functions call once the topology gives their lengths.
 use super::moves::{VArrays, WArrays};
 use crate::abi::*;
-use crate::args::{check_base, count, datatype, is_in_place, span, CInt, TypeInfo};
+use crate::args::{count, datatype, is_in_place, span, CInt, TypeInfo};
 use crate::comm::topo::{self, Topo};
 use crate::comm::Comm;
 use crate::error::{err, MpiError, MpiResult};
-use crate::p2p::buf::{buffer, Unpack};
-use crate::p2p::{self, RecvInto, SendData, Status};
+use crate::p2p::{self, Status};
 use std::os::raw::c_void;
 use std::sync::Arc;
 use std::task::Poll;
@@ -170,40 +169,6 @@ pub fn typed<'a, C: CInt>(
     }
 }
 
-/// What a send block transmits: the user's bytes, or a packed copy.
-///
-/// # Safety
-/// `b` is a block of an [`Exchange`] (valid as the MPI standard requires of the caller).
-unsafe fn send_data(b: &Block) -> MpiResult<SendData> {
-    if b.t.contiguous {
-        let bytes = super::stage::packed_len(&b.t, b.count)?;
-        // SAFETY: this function's contract.
-        return Ok(SendData::User(unsafe { buffer(b.at, bytes, "sendbuf") }?));
-    }
-    check_base(b.at, b.count, &b.t, "sendbuf")?;
-    // SAFETY: checked; this function's contract.
-    Ok(SendData::Owned(unsafe {
-        super::stage::pack_vec(b.at, b.count, &b.t)
-    }?))
-}
-
-/// Where a receive block takes its message: the user's bytes, or an unpacking target.
-///
-/// # Safety
-/// As [`send_data`].
-unsafe fn recv_into(b: &Block) -> MpiResult<RecvInto> {
-    if b.t.contiguous {
-        let bytes = super::stage::packed_len(&b.t, b.count)?;
-        // SAFETY: this function's contract.
-        return Ok(RecvInto::Bytes(unsafe { buffer(b.at, bytes, "recvbuf") }?));
-    }
-    check_base(b.at, b.count, &b.t, "recvbuf")?;
-    let ty = crate::datatype::lookup(b.t.handle)?;
-    // SAFETY: checked; the caller keeps the receive block valid until it completes.
-    let u = unsafe { Unpack::new(ty, b.count, b.at as *mut u8) };
-    Ok(RecvInto::Typed(Box::new(u)))
-}
-
 /// Posts the exchange: every receive, then every send. Returns the requests. Every
 /// block is checked (and a non-contiguous send block packed) before anything is posted,
 /// so an argument error leaves no receive behind.
@@ -213,14 +178,22 @@ fn post(x: &Exchange) -> MpiResult<Vec<usize>> {
     for (i, (&src, b)) in x.nb.sources.iter().zip(&x.recv).enumerate() {
         if src != MPI_PROC_NULL {
             // SAFETY: a block of the exchange (see `Exchange`).
-            recvs.push((src, unsafe { recv_into(b) }?, tag(i)));
+            recvs.push((
+                src,
+                crate::p2p::buf::recv_into(b.at as *mut c_void, b.count, &b.t, "recvbuf")?,
+                tag(i),
+            ));
         }
     }
     let mut sends = Vec::with_capacity(x.send.len());
     for (j, (&dst, b)) in x.nb.dests.iter().zip(&x.send).enumerate() {
         if dst != MPI_PROC_NULL {
             // SAFETY: a block of the exchange (see `Exchange`).
-            sends.push((dst, unsafe { send_data(b) }?, tag(j ^ 1)));
+            sends.push((
+                dst,
+                crate::p2p::buf::send_data(b.at, b.count, &b.t, "sendbuf")?,
+                tag(j ^ 1),
+            ));
         }
     }
     let mut ids = Vec::with_capacity(recvs.len() + sends.len());
