@@ -683,7 +683,7 @@ pub async fn scan(
 /// The blocking reduction of `total` bytes over an intracommunicator, with the
 /// descriptor `desc` makes: an MPI_Reduce in a posted step when it applies
 /// (coll/post.rs), else [`reduce_vector`] run in place.
-#[inline]
+#[inline(always)]
 pub fn reduce_blocking(
     c: &Comm,
     total: usize,
