@@ -153,16 +153,23 @@ pub fn not_null<T>(p: *const T, arg: &str) -> MpiResult<()> {
 /// A buffer argument of `count` elements that the engine addresses itself (its layout
 /// is the datatype's): not MPI_IN_PLACE, and NULL only when empty.
 pub fn elements(p: *const c_void, count: usize, arg: &str) -> MpiResult<()> {
+    address(p, count, "elements", arg)
+}
+
+/// A buffer address holding `n` `what`s ("bytes", "elements"): not MPI_IN_PLACE, and
+/// NULL only when `n` is 0.
+#[inline(always)]
+pub fn address(p: *const c_void, n: usize, what: &str, arg: &str) -> MpiResult<()> {
     if is_in_place(p) {
         return Err(err(
             MPI_ERR_BUFFER,
             format!("{arg} is MPI_IN_PLACE, which this call does not allow here"),
         ));
     }
-    if p.is_null() && count > 0 {
+    if p.is_null() && n > 0 {
         return Err(err(
             MPI_ERR_BUFFER,
-            format!("{arg} is NULL but holds {count} elements"),
+            format!("{arg} is NULL but holds {n} {what}"),
         ));
     }
     Ok(())

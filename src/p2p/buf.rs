@@ -238,18 +238,7 @@ impl Unpack {
 /// the buffer) of `bytes` bytes until the operation completes (`UserBuf::new`).
 #[inline(always)]
 pub unsafe fn buffer(p: *const c_void, bytes: usize, arg: &str) -> MpiResult<UserBuf> {
-    if crate::args::is_in_place(p) {
-        return Err(err(
-            MPI_ERR_BUFFER,
-            format!("{arg} is MPI_IN_PLACE, which this call does not allow here"),
-        ));
-    }
-    if p.is_null() && bytes > 0 {
-        return Err(err(
-            MPI_ERR_BUFFER,
-            format!("{arg} is NULL but holds {bytes} bytes"),
-        ));
-    }
+    crate::args::address(p, bytes, "bytes", arg)?;
     // SAFETY: `p` is non-NULL or `bytes` is 0; this function's contract gives the rest.
     Ok(unsafe { UserBuf::new(p as *mut u8, bytes) })
 }
