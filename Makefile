@@ -136,7 +136,8 @@ bench-p2p: deps build
 # One-sided communication (MPI RMA): Put/Get under fence and lock/flush, Accumulate,
 # Fetch_and_op, Compare_and_swap, empty fence and lock/unlock, memcpy and shared-window
 # stores at np 2, 4, 8, shmpi vs Debian's MPICH and Open MPI and the PyPI yardsticks
-# (see rma_bench() in bench/run.py; bench/rma_results.md; BENCH_QUICK=1 for a short one).
+# (see rma_bench() in bench/run.py; bench/rma_results.md; about 10 minutes, BENCH_QUICK=1
+# for about 1).
 bench-rma: deps build yardsticks
 	python3 bench/run.py --rma
 

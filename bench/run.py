@@ -1203,7 +1203,7 @@ def rma_bench():
     lock/flush, MPI_Accumulate, MPI_Fetch_and_op, MPI_Compare_and_swap, empty fence and
     lock/unlock, memcpy and shared-window stores, rank 0 to rank np-1, at np 2, 4, 8
     (BENCH_NP), for shmpi, Debian's MPICH and Open MPI and the PyPI yardsticks that are
-    installed (`make yardsticks`). BENCH_RMA_ROUNDS (3; 1 with BENCH_QUICK) rounds; in
+    installed (`make yardsticks`). BENCH_RMA_ROUNDS (2; 1 with BENCH_QUICK) rounds; in
     each, per np, the implementations back to back in a rotating order, each run
     starting in the near phase (`Phase`, waiting at most 10 s); a cell is the median
     over the rounds of each run's median batch. An implementation whose build fails is
@@ -1213,7 +1213,10 @@ def rma_bench():
     if QUICK:
         rounds, nps, sizes, cell_t, batches, timeout = 1, [2, 4], [8, 4096, 262144, 16 << 20], "0.005", "3", 90
     else:
-        rounds, nps, cell_t, batches, timeout = 3, [2, 4, 8], "0.008", "5", 180
+        # Two rounds: oversubscribed MPICH waits for the scheduler in every fence and
+        # flush at np 8 (about 40 ms per fence epoch; 84 s for one run of MPICH 4.0.2,
+        # 61 s of MPICH 5.0.2), which makes a round about 5 minutes.
+        rounds, nps, cell_t, batches, timeout = 2, [2, 4, 8], "0.008", "5", 180
         sizes = [8] + [16 * 4 ** i for i in range(11)]  # 8 B, 16 B .. 16 MiB
     rounds = int(os.environ.get("BENCH_RMA_ROUNDS", rounds))
     if os.environ.get("BENCH_NP"):
