@@ -88,6 +88,7 @@ fn as_c<T>(f: impl FnOnce() -> T) -> T {
 pub enum Kind {
     Comm,
     Type,
+    Win,
 }
 
 impl Kind {
@@ -95,6 +96,7 @@ impl Kind {
         match self {
             Kind::Comm => "communicator",
             Kind::Type => "datatype",
+            Kind::Win => "window",
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod p2p;
 pub mod pin;
 pub mod process;
 pub mod progress;
+pub mod rma;
 pub mod request;
 pub mod runtime;
 pub mod settings;

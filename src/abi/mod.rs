@@ -15,6 +15,7 @@ pub const OBJ_DATATYPE: u32 = 0x3;
 pub const OBJ_ERRHANDLER: u32 = 0x5;
 pub const OBJ_OP: u32 = 0x6;
 pub const OBJ_INFO: u32 = 0x7;
+pub const OBJ_WIN: u32 = 0x8;
 pub const OBJ_KEYVAL: u32 = 0x9;
 pub const OBJ_REQUEST: u32 = 0xb;
 

@@ -131,7 +131,27 @@ pub fn enter<F: FnOnce() -> MpiResult<()>>(name: &'static str, errcomm: i32, f: 
 /// error code the entry point returns.
 pub fn handle_error(func: &str, comm: i32, e: MpiError) -> i32 {
     let (code, full) = crate::runtime::error_code(func, &e);
-    let eh = if crate::runtime::state() == crate::runtime::INITIALIZED {
+    let initialized = crate::runtime::state() == crate::runtime::INITIALIZED;
+    // (`comm` may name a window: its own error handler handles its errors)
+    let win_eh = if initialized && crate::abi::handle_obj(comm) == crate::abi::OBJ_WIN {
+        crate::rma::errhandler_for_error(comm)
+    } else {
+        None
+    };
+    if let Some(eh) = win_eh {
+        return match eh {
+            crate::abi::MPI_ERRORS_RETURN => code,
+            crate::abi::MPI_ERRORS_ARE_FATAL | crate::abi::MPI_ERRORS_ABORT => {
+                crate::process::say(&format!("shmpi: fatal error: {full}"));
+                crate::runtime::fatal_stop()
+            }
+            user => {
+                crate::comm::call_user_errhandler(user, comm, code);
+                code
+            }
+        };
+    }
+    let eh = if initialized {
         crate::comm::errhandler_for_error(comm)
     } else {
         crate::abi::MPI_ERRORS_ARE_FATAL

@@ -95,3 +95,94 @@ fn transfer(
     }
     Ok(())
 }
+
+/// Copies the remote pieces `(address, length)` of process `pid`, in order, into `dst`
+/// (which holds their total length): one system call per 1024 pieces.
+pub fn read_pieces(pid: i32, pieces: &[(usize, usize)], dst: &mut [u8]) -> io::Result<()> {
+    transfer_pieces(pid, pieces, dst.as_mut_ptr(), dst.len(), false)
+}
+
+/// Copies `src` to the remote pieces `(address, length)` of process `pid`, in order.
+pub fn write_pieces(pid: i32, pieces: &[(usize, usize)], src: &[u8]) -> io::Result<()> {
+    transfer_pieces(pid, pieces, src.as_ptr().cast_mut(), src.len(), true)
+}
+
+fn transfer_pieces(
+    pid: i32,
+    pieces: &[(usize, usize)],
+    local: *mut u8,
+    len: usize,
+    to_remote: bool,
+) -> io::Result<()> {
+    const BATCH: usize = 1024;
+    let total: usize = pieces.iter().map(|p| p.1).sum();
+    assert!(total <= len, "{total} bytes of pieces, {len} of local buffer");
+    // (piece index, bytes of it done, bytes of the local buffer done)
+    let (mut i, mut within, mut done) = (0usize, 0usize, 0usize);
+    let mut rem: Vec<libc::iovec> = Vec::with_capacity(BATCH.min(pieces.len()));
+    while i < pieces.len() {
+        rem.clear();
+        let mut want = 0usize;
+        let (mut j, mut w) = (i, within);
+        while j < pieces.len() && rem.len() < BATCH {
+            let (a, l) = pieces[j];
+            if l > w {
+                rem.push(libc::iovec {
+                    iov_base: (a + w) as *mut libc::c_void,
+                    iov_len: l - w,
+                });
+                want += l - w;
+            }
+            j += 1;
+            w = 0;
+        }
+        if want == 0 {
+            break;
+        }
+        let loc = libc::iovec {
+            // SAFETY: `done + want <= total <= len`: inside the caller's buffer.
+            iov_base: unsafe { local.add(done) }.cast(),
+            iov_len: want,
+        };
+        // SAFETY: the local iovec lies in the caller's buffer (borrowed mutably by
+        // `read_pieces`; only read by the kernel for `write_pieces`); the remote ranges
+        // are checked by the kernel in the other process (EFAULT if not mapped there).
+        let r = unsafe {
+            if to_remote {
+                libc::process_vm_writev(pid, &loc, 1, rem.as_ptr(), rem.len() as _, 0)
+            } else {
+                libc::process_vm_readv(pid, &loc, 1, rem.as_ptr(), rem.len() as _, 0)
+            }
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if r == 0 {
+            return Err(io::Error::from_raw_os_error(libc::EFAULT));
+        }
+        // Advance the cursor by the bytes moved (a partial transfer stops at a piece
+        // boundary or inside one).
+        let mut moved = r as usize;
+        done += moved;
+        while moved > 0 {
+            let left = pieces[i].1 - within;
+            if moved >= left {
+                moved -= left;
+                i += 1;
+                within = 0;
+            } else {
+                within += moved;
+                moved = 0;
+            }
+        }
+        while i < pieces.len() && pieces[i].1 == within {
+            i += 1;
+            within = 0;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,398 @@
+//! The data moves of one-sided communication (MPI 4.1 §12.3): Put, Get, Accumulate,
+//! Get_accumulate, Fetch_and_op and Compare_and_swap, each complete when its call
+//! returns.
+//!
+//! Data travels as the packed stream of the origin datatype (a view of the origin
+//! buffer when that is contiguous) and is scattered over, or gathered from, the
+//! target's memory along the target datatype's pieces (`datatype::pack::walk`): by
+//! copies when the memory is addressable here, by one cross-process copy per 1024
+//! pieces otherwise. Every access is checked against the target's window first
+//! (MPI_ERR_RMA_RANGE: nothing is written). The accumulate family runs under the
+//! target's accumulate mutex (sync.rs) with the reduction kernels of op/ on the
+//! packed elements, so each is atomic with respect to every other on that target.
+//!
+//! Unsafe code here (every block has its SAFETY line): the reads and writes of the
+//! origin buffers (the MPI caller's addresses) and of window memory addressable here.
+#![allow(unsafe_code)]
+use super::{mem, sync, Place, Win};
+use crate::abi::*;
+use crate::datatype::TypeRef;
+use crate::error::{err, MpiResult};
+use crate::op::BuiltinOp;
+use std::borrow::Cow;
+
+/// An origin-side buffer: address, count and datatype (MPI's triple).
+pub struct Buf {
+    pub addr: usize,
+    pub count: usize,
+    pub t: TypeRef,
+}
+
+impl Buf {
+    fn bytes(&self) -> usize {
+        self.count * self.t.size()
+    }
+    /// The bytes the buffer's instances touch: [lo, hi) as addresses.
+    fn range(&self) -> (usize, usize) {
+        match crate::datatype::span(&self.t, self.count) {
+            Some((lo, len)) if len > 0 => {
+                let a = self.addr.wrapping_add_signed(lo);
+                (a, a + len)
+            }
+            _ => (0, 0),
+        }
+    }
+    /// The packed stream of the buffer: a view of it when it is contiguous.
+    fn packed(&self) -> Cow<'_, [u8]> {
+        let len = self.bytes();
+        if len == 0 {
+            return Cow::Borrowed(&[]);
+        }
+        if self.t.is_contiguous() {
+            // SAFETY: the MPI caller passes a buffer holding `count` instances; a
+            // contiguous type's instances are these `len` bytes at the address.
+            return Cow::Borrowed(unsafe { mem::view(self.addr, len) });
+        }
+        let mut v = vec![0u8; len];
+        // SAFETY: the MPI caller passes a buffer holding `count` instances.
+        unsafe { crate::datatype::pack(&self.t, self.count, self.addr as *const u8, &mut v, 0) };
+        Cow::Owned(v)
+    }
+    /// Stores a packed stream into the buffer.
+    fn store(&self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        // SAFETY: the MPI caller passes a writable buffer with room for `count`
+        // instances; `data` is our own memory.
+        unsafe { crate::datatype::unpack(&self.t, self.count, self.addr as *mut u8, data, 0) };
+    }
+}
+
+/// The target side: rank, displacement, count and datatype.
+pub struct Tgt {
+    pub rank: usize,
+    pub disp: i64,
+    pub count: usize,
+    pub t: TypeRef,
+}
+
+impl Tgt {
+    fn bytes(&self) -> usize {
+        self.count * self.t.size()
+    }
+}
+
+/// Where the target buffer is: its place and the address its datatype is relative to.
+/// MPI_ERR_RMA_RANGE if any byte it touches lies outside the target's window.
+fn resolve(w: &Win, tg: &Tgt, call: &str) -> MpiResult<(Place, usize)> {
+    let target = w.targets[tg.rank];
+    let (lo, len) = crate::datatype::span(&tg.t, tg.count).ok_or_else(|| {
+        err(
+            MPI_ERR_COUNT,
+            format!("{call}: target_count={} of the target datatype overflows the address space", tg.count),
+        )
+    })?;
+    if w.flavor == MPI_WIN_FLAVOR_DYNAMIC {
+        let addr = tg.disp as usize;
+        if len == 0 || tg.t.size() == 0 {
+            return Ok((target.place, addr));
+        }
+        let first = addr.wrapping_add_signed(lo);
+        let regions = w.attached(tg.rank);
+        let inside = regions
+            .iter()
+            .any(|&(b, l)| first >= b && first.checked_add(len).is_some_and(|e| e <= b + l));
+        if !inside {
+            return Err(err(
+                MPI_ERR_RMA_RANGE,
+                format!(
+                    "{call}: target_disp={:#x} with target_count={}: bytes [{first:#x}, {:#x}) of rank {} are not inside a region it attached to the dynamic window ({} attached)",
+                    tg.disp,
+                    tg.count,
+                    first.wrapping_add(len),
+                    tg.rank,
+                    regions.len()
+                ),
+            ));
+        }
+        return Ok((target.place, addr));
+    }
+    let off = tg.disp as i128 * target.disp_unit as i128;
+    if len == 0 || tg.t.size() == 0 {
+        return Ok((target.place, target.base));
+    }
+    let first = off + lo as i128;
+    let end = first + len as i128;
+    if first < 0 || end > target.size as i128 {
+        return Err(err(
+            MPI_ERR_RMA_RANGE,
+            format!(
+                "{call}: target_disp={} (disp_unit {}) with target_count={} touches bytes [{first}, {end}) of rank {}'s window, which has {} bytes",
+                tg.disp, target.disp_unit, tg.count, tg.rank, target.size
+            ),
+        ));
+    }
+    Ok((target.place, target.base.wrapping_add(off as usize)))
+}
+
+fn io_error(call: &str, rank: usize, e: std::io::Error) -> crate::error::MpiError {
+    err(
+        MPI_ERR_OTHER,
+        format!("{call}: the memory of rank {rank}'s window could not be reached: {e}"),
+    )
+}
+
+/// The target pieces as (address, length), in stream order.
+fn pieces(t: &TypeRef, count: usize, addr: usize, len: usize) -> Vec<(usize, usize)> {
+    let mut v = Vec::new();
+    crate::datatype::pack::walk(&t.layout, t.extent(), count, 0, len, |u, _, n| {
+        v.push((addr.wrapping_add_signed(u), n))
+    });
+    v
+}
+
+/// Writes the packed stream `data` to the target buffer at `addr`.
+fn write_target(place: Place, addr: usize, tg: &Tgt, data: &[u8], call: &str) -> MpiResult<()> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    match place {
+        Place::Here => {
+            crate::datatype::pack::walk(&tg.t.layout, tg.t.extent(), tg.count, 0, data.len(), |u, pos, n| {
+                // SAFETY: `resolve` checked that every piece is inside the target's
+                // window memory, addressable in this process.
+                unsafe { mem::copy_in(addr.wrapping_add_signed(u), &data[pos..pos + n]) }
+            });
+            Ok(())
+        }
+        Place::Proc(pid) => crate::shm::peer::write_pieces(pid, &pieces(&tg.t, tg.count, addr, data.len()), data)
+            .map_err(|e| io_error(call, tg.rank, e)),
+    }
+}
+
+/// Reads the target buffer at `addr` as a packed stream into `out`.
+fn read_target(place: Place, addr: usize, tg: &Tgt, out: &mut [u8], call: &str) -> MpiResult<()> {
+    if out.is_empty() {
+        return Ok(());
+    }
+    match place {
+        Place::Here => {
+            let len = out.len();
+            crate::datatype::pack::walk(&tg.t.layout, tg.t.extent(), tg.count, 0, len, |u, pos, n| {
+                // SAFETY: as in write_target, for reading.
+                unsafe { mem::copy_out(addr.wrapping_add_signed(u), &mut out[pos..pos + n]) }
+            });
+            Ok(())
+        }
+        Place::Proc(pid) => {
+            let p = pieces(&tg.t, tg.count, addr, out.len());
+            crate::shm::peer::read_pieces(pid, &p, out).map_err(|e| io_error(call, tg.rank, e))
+        }
+    }
+}
+
+fn check_sizes(a: usize, what_a: &str, b: usize, call: &str) -> MpiResult<()> {
+    if a != b {
+        return Err(err(
+            MPI_ERR_TYPE,
+            format!(
+                "{call}: {what_a} holds {a} bytes of data, target_count x target_datatype {b}: the type signatures do not match"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether two address ranges overlap.
+fn overlap(a: (usize, usize), b: (usize, usize)) -> bool {
+    a.0 < a.1 && b.0 < b.1 && a.0 < b.1 && b.0 < a.1
+}
+
+fn target_range(place: Place, addr: usize, tg: &Tgt) -> (usize, usize) {
+    match (place, crate::datatype::span(&tg.t, tg.count)) {
+        (Place::Here, Some((lo, len))) if len > 0 => {
+            let a = addr.wrapping_add_signed(lo);
+            (a, a + len)
+        }
+        _ => (0, 0),
+    }
+}
+
+/// MPI_Put.
+pub fn put(w: &Win, o: &Buf, tg: &Tgt, call: &str) -> MpiResult<()> {
+    check_sizes(o.bytes(), "origin_count x origin_datatype", tg.bytes(), call)?;
+    let (place, addr) = resolve(w, tg, call)?;
+    let data = o.packed();
+    if overlap(o.range(), target_range(place, addr, tg)) {
+        let copy = data.to_vec();
+        return write_target(place, addr, tg, &copy, call);
+    }
+    write_target(place, addr, tg, &data, call)
+}
+
+/// MPI_Get.
+pub fn get(w: &Win, o: &Buf, tg: &Tgt, call: &str) -> MpiResult<()> {
+    check_sizes(o.bytes(), "origin_count x origin_datatype", tg.bytes(), call)?;
+    let (place, addr) = resolve(w, tg, call)?;
+    let len = o.bytes();
+    if len == 0 {
+        return Ok(());
+    }
+    if o.t.is_contiguous() && !overlap(o.range(), target_range(place, addr, tg)) {
+        // SAFETY: the MPI caller passes a writable buffer of `count` instances, which
+        // for a contiguous type are these `len` bytes; it overlaps no target memory
+        // read here (checked).
+        let out = unsafe { mem::view_mut(o.addr, len) };
+        return read_target(place, addr, tg, out, call);
+    }
+    let mut v = vec![0u8; len];
+    read_target(place, addr, tg, &mut v, call)?;
+    o.store(&v);
+    Ok(())
+}
+
+/// The predefined type the accumulate's datatype `t` is made of (`call` and `arg`
+/// name it in errors); None when it holds no data.
+fn basic_of(op: BuiltinOp, t: &TypeRef, arg: &str, call: &str) -> MpiResult<Option<i32>> {
+    if t.size() == 0 {
+        return Ok(None);
+    }
+    let Some((basic, _)) = t.basic_elem() else {
+        return Err(err(
+            MPI_ERR_TYPE,
+            format!("{call}: {arg} mixes several predefined types; accumulate operations take datatypes made of one"),
+        ));
+    };
+    if !matches!(op, BuiltinOp::Replace | BuiltinOp::NoOp) {
+        let p = crate::op::predefined_type(basic)?;
+        crate::op::check_valid(op, p).map_err(|e| err(e.class, format!("{call}: {}", e.msg)))?;
+    }
+    Ok(Some(basic))
+}
+
+/// `inout = inv op inout` element-wise on packed elements of predefined `basic`.
+fn combine(op: BuiltinOp, basic: i32, inv: &[u8], inout: &mut [u8]) -> MpiResult<()> {
+    match op {
+        BuiltinOp::Replace => {
+            inout.copy_from_slice(inv);
+            Ok(())
+        }
+        BuiltinOp::NoOp => Ok(()),
+        _ => {
+            let p = crate::op::predefined_type(basic)?;
+            let (k, _) = crate::op::kernel_for(op, basic)?;
+            let n = inout.len() / p.size;
+            if p.size == p.extent {
+                k(inv, inout);
+                return Ok(());
+            }
+            // A pair type with padding: the kernels read elements as laid out in memory.
+            let a = crate::op::spread_pairs(p, inv, n)?;
+            let mut b = crate::op::spread_pairs(p, inout, n)?;
+            k(&a, &mut b);
+            inout.copy_from_slice(&crate::op::gather_pairs(p, &b, n)?);
+            Ok(())
+        }
+    }
+}
+
+/// MPI_Accumulate (`result` None) and MPI_Get_accumulate (`result` the result buffer):
+/// atomic per target with every other operation of the family.
+pub fn accumulate(
+    w: &Win,
+    o: &Buf,
+    result: Option<&Buf>,
+    tg: &Tgt,
+    op: BuiltinOp,
+    call: &str,
+) -> MpiResult<()> {
+    let tbasic = basic_of(op, &tg.t, "target_datatype", call)?;
+    if op != BuiltinOp::NoOp {
+        check_sizes(o.bytes(), "origin_count x origin_datatype", tg.bytes(), call)?;
+        let obasic = basic_of(op, &o.t, "origin_datatype", call)?;
+        if obasic.is_some() && tbasic.is_some() && obasic != tbasic {
+            return Err(err(
+                MPI_ERR_TYPE,
+                format!("{call}: origin_datatype and target_datatype are made of different predefined types"),
+            ));
+        }
+    }
+    if let Some(r) = result {
+        check_sizes(r.bytes(), "result_count x result_datatype", tg.bytes(), call)?;
+        if r.bytes() > 0 && basic_of(BuiltinOp::NoOp, &r.t, "result_datatype", call)? != tbasic {
+            return Err(err(
+                MPI_ERR_TYPE,
+                format!("{call}: result_datatype and target_datatype are made of different predefined types"),
+            ));
+        }
+    }
+    let (place, addr) = resolve(w, tg, call)?;
+    let Some(basic) = tbasic else {
+        return Ok(());
+    };
+    let len = tg.bytes();
+    if len == 0 {
+        return Ok(());
+    }
+    let inv = if op == BuiltinOp::NoOp {
+        Cow::Borrowed(&[][..])
+    } else {
+        // (a copy: the origin buffer may be window memory the mutex protects)
+        Cow::Owned(o.packed().into_owned())
+    };
+    let old = sync::with_acc_mutex(w, tg.rank, || {
+        let mut cur = vec![0u8; len];
+        if result.is_some() || !matches!(op, BuiltinOp::Replace) {
+            read_target(place, addr, tg, &mut cur, call)?;
+        }
+        let old = result.map(|_| cur.clone());
+        if op != BuiltinOp::NoOp {
+            combine(op, basic, &inv, &mut cur)?;
+            write_target(place, addr, tg, &cur, call)?;
+        }
+        Ok(old)
+    })?;
+    if let (Some(r), Some(old)) = (result, old) {
+        r.store(&old);
+    }
+    Ok(())
+}
+
+/// MPI_Compare_and_swap: one element of predefined `t`.
+pub fn compare_and_swap(
+    w: &Win,
+    origin: usize,
+    compare: usize,
+    result: usize,
+    t: &TypeRef,
+    rank: usize,
+    disp: i64,
+    call: &str,
+) -> MpiResult<()> {
+    let tg = Tgt {
+        rank,
+        disp,
+        count: 1,
+        t: t.clone(),
+    };
+    let (place, addr) = resolve(w, &tg, call)?;
+    let n = t.size();
+    let one = |a: usize| Buf {
+        addr: a,
+        count: 1,
+        t: t.clone(),
+    };
+    let new = one(origin).packed().into_owned();
+    let cmp = one(compare).packed().into_owned();
+    let old = sync::with_acc_mutex(w, rank, || {
+        let mut cur = vec![0u8; n];
+        read_target(place, addr, &tg, &mut cur, call)?;
+        if cur == cmp {
+            write_target(place, addr, &tg, &new, call)?;
+        }
+        Ok(cur)
+    })?;
+    one(result).store(&old);
+    Ok(())
+}

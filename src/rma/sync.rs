@@ -1,0 +1,578 @@
+//! Synchronisation (MPI 4.1 §12.5): fence, post/start/complete/wait/test, locks,
+//! flushes and MPI_Win_sync, and the epoch bookkeeping that makes a communication call
+//! outside an epoch, or a wrong nesting of epochs, an error of class MPI_ERR_RMA_SYNC.
+//!
+//! Operations complete at their call (see mod.rs), so:
+//! - a fence is a barrier of the window's members;
+//! - an access epoch of PSCW waits, at its first operation on a target, until that
+//!   target posted (MPI_Win_start does not block); MPI_Win_complete counts itself done
+//!   on each target and wakes it; MPI_Win_wait waits for every origin of its group;
+//! - a lock is a word in the target's control line, taken at MPI_Win_lock (exclusive:
+//!   0 -> bit 31; shared: +1 while bit 31 is clear) and given back at MPI_Win_unlock,
+//!   which wakes the members that wait for it; MPI_MODE_NOCHECK skips the word;
+//! - flushes are memory fences.
+use super::Win;
+use crate::abi::*;
+use crate::error::{err, MpiResult};
+use std::sync::atomic::{fence, Ordering};
+use std::task::Poll;
+
+const EXCL: u32 = 1 << 31;
+
+/// The assertions each call accepts.
+pub const FENCE_ASSERTS: i32 =
+    MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED;
+pub const POST_ASSERTS: i32 = MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT;
+pub const START_ASSERTS: i32 = MPI_MODE_NOCHECK;
+pub const LOCK_ASSERTS: i32 = MPI_MODE_NOCHECK;
+
+/// MPI_ERR_ASSERT unless `assert` holds only flags of `allowed`.
+pub fn check_assert(assert: i32, allowed: i32) -> MpiResult<()> {
+    if assert & !allowed != 0 {
+        return Err(err(
+            MPI_ERR_ASSERT,
+            format!(
+                "assert={assert:#x} has bits ({:#x}) that are not assertions of this call (allowed: {allowed:#x})",
+                assert & !allowed
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Fence {
+    /// No fence epoch (none yet, or the last fence said MPI_MODE_NOSUCCEED).
+    Off,
+    /// After a fence: an epoch that operations may use; `used` once one did.
+    Open { used: bool },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Lock {
+    None,
+    Shared,
+    Exclusive,
+    /// Taken with MPI_MODE_NOCHECK: no lock word was touched.
+    NoCheck,
+}
+
+/// One member's epochs on one window.
+pub struct State {
+    fence: Fence,
+    /// PSCW access epoch: for each member, whether it is a target, and whether its
+    /// post for this epoch has been seen.
+    access: Option<Vec<(bool, bool)>>,
+    /// PSCW exposure epoch: the origins of the group.
+    exposure: Option<Vec<usize>>,
+    /// Per member: how many exposure epochs this member posted to it.
+    posts_to: Vec<u32>,
+    /// Per member: how many access epochs of this member had it as a target.
+    starts_to: Vec<u32>,
+    locks: Vec<Lock>,
+    lock_all: Option<bool>,
+}
+
+impl State {
+    pub fn new(n: usize) -> State {
+        State {
+            fence: Fence::Off,
+            access: None,
+            exposure: None,
+            posts_to: vec![0; n],
+            starts_to: vec![0; n],
+            locks: vec![Lock::None; n],
+            lock_all: None,
+        }
+    }
+    fn passive(&self, t: usize) -> bool {
+        self.lock_all.is_some() || self.locks[t] != Lock::None
+    }
+    fn any_lock(&self) -> bool {
+        self.lock_all.is_some() || self.locks.iter().any(|l| *l != Lock::None)
+    }
+    /// A fence epoch no operation used ends when another kind of epoch begins; one that
+    /// was used must be closed by a fence first.
+    fn leave_fence(&mut self, call: &str) -> MpiResult<()> {
+        match self.fence {
+            Fence::Open { used: true } => Err(err(
+                MPI_ERR_RMA_SYNC,
+                format!("{call} in a fence epoch that communicated: end it with MPI_Win_fence first (with MPI_MODE_NOSUCCEED)"),
+            )),
+            _ => {
+                self.fence = Fence::Off;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Waits until `cond` holds, running the rest of the engine meanwhile; `waiters`, if
+/// given, counts this member among those that the one who makes `cond` true wakes.
+fn wait_for(mut cond: impl FnMut() -> bool, waiters: Option<&std::sync::atomic::AtomicU32>) -> MpiResult<()> {
+    if cond() {
+        return Ok(());
+    }
+    if let Some(w) = waiters {
+        w.fetch_add(1, Ordering::SeqCst);
+    }
+    let r = crate::progress::block_on(std::future::poll_fn(|_| {
+        if cond() {
+            Poll::Ready(Ok(()))
+        } else {
+            Poll::Pending
+        }
+    }));
+    if let Some(w) = waiters {
+        w.fetch_sub(1, Ordering::SeqCst);
+    }
+    r
+}
+
+/// Wakes the members that may wait for something this member just made true.
+fn wake_all(w: &Win) {
+    if let Ok(job) = crate::runtime::job() {
+        for t in 0..w.n() {
+            if t != w.me() {
+                crate::shm::wait::notify(&job.arena, w.world(t));
+            }
+        }
+    }
+}
+
+fn wake(w: &Win, t: usize) {
+    if let Ok(job) = crate::runtime::job() {
+        crate::shm::wait::notify(&job.arena, w.world(t));
+    }
+}
+
+/// The window's state, locked.
+fn state(w: &Win) -> std::sync::MutexGuard<'_, State> {
+    w.state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Checks that an operation of `call` on target `t` is inside an access epoch to it
+/// (waiting for its post in a PSCW epoch); `passive_only` for the request-based
+/// operations, which need a passive-target epoch.
+pub fn access(w: &Win, t: usize, call: &str, passive_only: bool) -> MpiResult<()> {
+    let mut st = state(w);
+    if st.passive(t) {
+        return Ok(());
+    }
+    if passive_only {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            format!("{call} to rank {t} outside a passive-target epoch (request-based operations need MPI_Win_lock or MPI_Win_lock_all)"),
+        ));
+    }
+    if let Some(a) = &st.access {
+        if a[t].0 {
+            if !a[t].1 {
+                let need = st.starts_to[t];
+                drop(st);
+                let me = w.me();
+                wait_for(
+                    || w.post_count(t, me).load(Ordering::Acquire) >= need,
+                    None,
+                )?;
+                st = state(w);
+                if let Some(a) = st.access.as_mut() {
+                    a[t].1 = true;
+                }
+            }
+            return Ok(());
+        }
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            format!("{call} to rank {t}, which is not in the group of this access epoch (MPI_Win_start)"),
+        ));
+    }
+    if let Fence::Open { .. } = st.fence {
+        st.fence = Fence::Open { used: true };
+        return Ok(());
+    }
+    Err(err(
+        MPI_ERR_RMA_SYNC,
+        format!("{call} to rank {t} outside an access epoch (no MPI_Win_fence, MPI_Win_start, MPI_Win_lock or MPI_Win_lock_all opened one)"),
+    ))
+}
+
+/// MPI_Win_fence (collective).
+pub fn fence_call(w: &Win, assert: i32) -> MpiResult<()> {
+    check_assert(assert, FENCE_ASSERTS)?;
+    {
+        let st = state(w);
+        if st.access.is_some() || st.exposure.is_some() {
+            return Err(err(
+                MPI_ERR_RMA_SYNC,
+                "MPI_Win_fence inside a post/start/complete/wait epoch",
+            ));
+        }
+        if st.any_lock() {
+            return Err(err(
+                MPI_ERR_RMA_SYNC,
+                "MPI_Win_fence inside a passive-target epoch (a lock is held)",
+            ));
+        }
+    }
+    fence(Ordering::SeqCst);
+    if w.n() > 1 {
+        crate::coll::run(&w.comm, crate::coll::barrier(&w.comm))?;
+    }
+    fence(Ordering::SeqCst);
+    state(w).fence = if assert & MPI_MODE_NOSUCCEED != 0 {
+        Fence::Off
+    } else {
+        Fence::Open { used: false }
+    };
+    Ok(())
+}
+
+/// MPI_Win_post: exposes this member's memory to the members `group` (window ranks).
+pub fn post(w: &Win, group: &[usize], assert: i32) -> MpiResult<()> {
+    check_assert(assert, POST_ASSERTS)?;
+    let mut st = state(w);
+    if st.exposure.is_some() {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            "MPI_Win_post while an exposure epoch is open (MPI_Win_wait or MPI_Win_test ends it)",
+        ));
+    }
+    st.leave_fence("MPI_Win_post")?;
+    let me = w.me();
+    fence(Ordering::SeqCst);
+    for &o in group {
+        st.posts_to[o] += 1;
+        w.post_count(me, o).fetch_add(1, Ordering::Release);
+    }
+    st.exposure = Some(group.to_vec());
+    drop(st);
+    fence(Ordering::SeqCst);
+    for &o in group {
+        wake(w, o);
+    }
+    Ok(())
+}
+
+/// MPI_Win_start: an access epoch to the members `group`.
+pub fn start(w: &Win, group: &[usize], assert: i32) -> MpiResult<()> {
+    check_assert(assert, START_ASSERTS)?;
+    let mut st = state(w);
+    if st.access.is_some() {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            "MPI_Win_start while an access epoch is open (MPI_Win_complete ends it)",
+        ));
+    }
+    if st.any_lock() {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            "MPI_Win_start inside a passive-target epoch (a lock is held)",
+        ));
+    }
+    st.leave_fence("MPI_Win_start")?;
+    let mut a = vec![(false, false); w.n()];
+    for &t in group {
+        a[t].0 = true;
+        st.starts_to[t] += 1;
+    }
+    st.access = Some(a);
+    Ok(())
+}
+
+/// MPI_Win_complete.
+pub fn complete(w: &Win) -> MpiResult<()> {
+    let mut st = state(w);
+    let Some(a) = st.access.take() else {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            "MPI_Win_complete without an access epoch (no MPI_Win_start)",
+        ));
+    };
+    drop(st);
+    let me = w.me();
+    fence(Ordering::SeqCst);
+    for (t, &(target, _)) in a.iter().enumerate() {
+        if target {
+            w.done_count(t, me).fetch_add(1, Ordering::Release);
+        }
+    }
+    fence(Ordering::SeqCst);
+    for (t, &(target, _)) in a.iter().enumerate() {
+        if target {
+            wake(w, t);
+        }
+    }
+    Ok(())
+}
+
+fn exposure_done(w: &Win, st: &State, group: &[usize]) -> bool {
+    let me = w.me();
+    group
+        .iter()
+        .all(|&o| w.done_count(me, o).load(Ordering::Acquire) >= st.posts_to[o])
+}
+
+/// MPI_Win_wait (`block`) or MPI_Win_test: whether the exposure epoch is over.
+pub fn wait(w: &Win, block: bool, call: &str) -> MpiResult<bool> {
+    let st = state(w);
+    let Some(group) = st.exposure.clone() else {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            format!("{call} without an exposure epoch (no MPI_Win_post)"),
+        ));
+    };
+    let counts: Vec<u32> = group.iter().map(|&o| st.posts_to[o]).collect();
+    drop(st);
+    let me = w.me();
+    let done = || {
+        group
+            .iter()
+            .zip(&counts)
+            .all(|(&o, &c)| w.done_count(me, o).load(Ordering::Acquire) >= c)
+    };
+    if block {
+        wait_for(done, None)?;
+    } else if !done() {
+        crate::progress::poll_pending();
+        if !done() {
+            return Ok(false);
+        }
+    }
+    let mut st = state(w);
+    debug_assert!(exposure_done(w, &st, &group));
+    st.exposure = None;
+    fence(Ordering::SeqCst);
+    Ok(true)
+}
+
+fn take_word(w: &Win, t: usize, exclusive: bool) -> MpiResult<()> {
+    let word = w.lock_word(t);
+    let try_take = || {
+        let cur = word.load(Ordering::Relaxed);
+        if exclusive {
+            cur == 0
+                && word
+                    .compare_exchange(0, EXCL, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+        } else {
+            cur & EXCL == 0
+                && word
+                    .compare_exchange(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+        }
+    };
+    wait_for(try_take, Some(w.lock_waiters(t)))
+}
+
+fn give_word(w: &Win, t: usize, exclusive: bool) {
+    let word = w.lock_word(t);
+    if exclusive {
+        word.store(0, Ordering::SeqCst);
+    } else {
+        word.fetch_sub(1, Ordering::SeqCst);
+    }
+    if w.lock_waiters(t).load(Ordering::SeqCst) > 0 {
+        wake_all(w);
+    }
+}
+
+/// MPI_Win_lock.
+pub fn lock(w: &Win, lock_type: i32, t: usize, assert: i32) -> MpiResult<()> {
+    let exclusive = match lock_type {
+        MPI_LOCK_EXCLUSIVE => true,
+        MPI_LOCK_SHARED => false,
+        _ => {
+            return Err(err(
+                MPI_ERR_LOCKTYPE,
+                format!("lock_type={lock_type} is neither MPI_LOCK_EXCLUSIVE nor MPI_LOCK_SHARED"),
+            ))
+        }
+    };
+    check_assert(assert, LOCK_ASSERTS)?;
+    let mut st = state(w);
+    if st.lock_all.is_some() {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            format!("MPI_Win_lock of rank {t} inside an MPI_Win_lock_all epoch"),
+        ));
+    }
+    if st.locks[t] != Lock::None {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            format!("MPI_Win_lock of rank {t}, which this process has locked already"),
+        ));
+    }
+    if st.access.is_some() {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            format!("MPI_Win_lock of rank {t} inside a PSCW access epoch (MPI_Win_start)"),
+        ));
+    }
+    st.leave_fence("MPI_Win_lock")?;
+    if assert & MPI_MODE_NOCHECK != 0 {
+        st.locks[t] = Lock::NoCheck;
+        fence(Ordering::SeqCst);
+        return Ok(());
+    }
+    drop(st);
+    take_word(w, t, exclusive)?;
+    state(w).locks[t] = if exclusive { Lock::Exclusive } else { Lock::Shared };
+    Ok(())
+}
+
+/// MPI_Win_unlock.
+pub fn unlock(w: &Win, t: usize) -> MpiResult<()> {
+    let mut st = state(w);
+    let l = st.locks[t];
+    if l == Lock::None {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            format!("MPI_Win_unlock of rank {t}, which this process has not locked (MPI_Win_lock)"),
+        ));
+    }
+    st.locks[t] = Lock::None;
+    drop(st);
+    fence(Ordering::SeqCst);
+    match l {
+        Lock::Exclusive => give_word(w, t, true),
+        Lock::Shared => give_word(w, t, false),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// MPI_Win_lock_all.
+pub fn lock_all(w: &Win, assert: i32) -> MpiResult<()> {
+    check_assert(assert, LOCK_ASSERTS)?;
+    let mut st = state(w);
+    if st.any_lock() {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            "MPI_Win_lock_all inside a passive-target epoch (a lock is held already)",
+        ));
+    }
+    if st.access.is_some() {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            "MPI_Win_lock_all inside a PSCW access epoch (MPI_Win_start)",
+        ));
+    }
+    st.leave_fence("MPI_Win_lock_all")?;
+    let nocheck = assert & MPI_MODE_NOCHECK != 0;
+    drop(st);
+    if !nocheck {
+        for t in 0..w.n() {
+            if let Err(e) = take_word(w, t, false) {
+                for u in 0..t {
+                    give_word(w, u, false);
+                }
+                return Err(e);
+            }
+        }
+    }
+    fence(Ordering::SeqCst);
+    state(w).lock_all = Some(nocheck);
+    Ok(())
+}
+
+/// MPI_Win_unlock_all.
+pub fn unlock_all(w: &Win) -> MpiResult<()> {
+    let mut st = state(w);
+    let Some(nocheck) = st.lock_all.take() else {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            "MPI_Win_unlock_all without MPI_Win_lock_all",
+        ));
+    };
+    drop(st);
+    fence(Ordering::SeqCst);
+    if !nocheck {
+        for t in 0..w.n() {
+            give_word(w, t, false);
+        }
+    }
+    Ok(())
+}
+
+/// MPI_Win_flush and its kin: `t` one target, None all. Every operation is complete
+/// already; what is left is ordering memory.
+pub fn flush(w: &Win, t: Option<usize>, call: &str) -> MpiResult<()> {
+    let st = state(w);
+    let ok = match t {
+        Some(t) => st.passive(t),
+        None => st.any_lock(),
+    };
+    if !ok {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            match t {
+                Some(t) => format!("{call} of rank {t} outside a passive-target epoch to it (MPI_Win_lock or MPI_Win_lock_all)"),
+                None => format!("{call} outside a passive-target epoch (MPI_Win_lock or MPI_Win_lock_all)"),
+            },
+        ));
+    }
+    fence(Ordering::SeqCst);
+    Ok(())
+}
+
+/// MPI_Win_sync: the public and private copies are one (MPI_WIN_UNIFIED); a full fence
+/// orders this process's loads and stores of the window memory with the others'.
+pub fn win_sync(_w: &Win) -> MpiResult<()> {
+    fence(Ordering::SeqCst);
+    Ok(())
+}
+
+/// MPI_ERR_RMA_SYNC if an epoch other than a fence epoch is open (MPI_Win_free).
+pub fn check_idle(w: &Win, call: &str) -> MpiResult<()> {
+    let st = state(w);
+    if st.access.is_some() || st.exposure.is_some() {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            format!("{call} with a post/start/complete/wait epoch open"),
+        ));
+    }
+    if st.any_lock() {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            format!("{call} with a passive-target epoch open (a lock is held)"),
+        ));
+    }
+    Ok(())
+}
+
+/// Takes the accumulate mutex of target `t`'s memory for the duration of `f`: every
+/// accumulate-family operation on it is atomic with respect to the others.
+pub fn with_acc_mutex<T>(w: &Win, t: usize, f: impl FnOnce() -> MpiResult<T>) -> MpiResult<T> {
+    let word = w.acc_word(t);
+    let mut spins = 0u32;
+    loop {
+        if word
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            break;
+        }
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+            continue;
+        }
+        wait_for(
+            || {
+                word.load(Ordering::Relaxed) == 0
+                    && word
+                        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+            },
+            Some(w.acc_waiters(t)),
+        )?;
+        break;
+    }
+    let r = f();
+    word.store(0, Ordering::SeqCst);
+    if w.acc_waiters(t).load(Ordering::SeqCst) > 0 {
+        wake_all(w);
+    }
+    r
+}
