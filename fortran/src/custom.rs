@@ -58,6 +58,28 @@ mod c {
         pub fn PMPI_Request_free(request: *mut c_int) -> c_int;
         pub fn shmpi_grequest_set_fortran(request: c_int) -> c_int;
         pub fn shmpi_attr_fortran(on: c_int);
+        pub fn PMPI_Win_get_name(win: c_int, name: *mut c_char, resultlen: *mut c_int) -> c_int;
+        pub fn PMPI_Win_set_name(win: c_int, name: *const c_char) -> c_int;
+        pub fn PMPI_Win_create_keyval(
+            copy: *const c_void,
+            delete: *const c_void,
+            keyval: *mut c_int,
+            extra: *mut c_void,
+        ) -> c_int;
+        pub fn PMPI_Win_free_keyval(keyval: *mut c_int) -> c_int;
+        pub fn PMPI_Win_set_attr(win: c_int, key: c_int, val: *mut c_void) -> c_int;
+        pub fn PMPI_Win_get_attr(
+            win: c_int,
+            key: c_int,
+            val: *mut c_void,
+            flag: *mut c_int,
+        ) -> c_int;
+        pub fn shmpi_win_predefined_attr(
+            win: c_int,
+            key: c_int,
+            value: *mut i64,
+            flag: *mut c_int,
+        ) -> c_int;
         pub fn PMPI_Comm_set_attr(comm: c_int, key: c_int, val: *mut c_void) -> c_int;
         pub fn PMPI_Attr_put(comm: c_int, key: c_int, val: *mut c_void) -> c_int;
         pub fn PMPI_Type_get_name(
@@ -222,6 +244,36 @@ pub unsafe fn comm_set_name(
         let s = rt::string_in(name, name_len);
         // SAFETY: COMM is the caller's INTEGER; `s` is NUL-terminated.
         unsafe { c::PMPI_Comm_set_name(*comm, s.as_ptr().cast()) }
+    });
+    rt::set_ierror(ierror, rc);
+}
+
+pub unsafe fn win_get_name(
+    win: *const Fint,
+    name: *mut u8,
+    resultlen: *mut Fint,
+    ierror: *mut Fint,
+    name_len: usize,
+) {
+    // SAFETY: WIN is the caller's INTEGER; C gets a buffer of its maximum size.
+    unsafe {
+        let win = *win;
+        string_result(
+            C_MAX_OBJECT_NAME,
+            name,
+            name_len,
+            resultlen,
+            ierror,
+            |b, l| c::PMPI_Win_get_name(win, b, l),
+        )
+    }
+}
+
+pub unsafe fn win_set_name(win: *const Fint, name: *const u8, ierror: *mut Fint, name_len: usize) {
+    let rc = rt::guard(|| {
+        let s = rt::string_in(name, name_len);
+        // SAFETY: WIN is the caller's INTEGER; `s` is NUL-terminated.
+        unsafe { c::PMPI_Win_set_name(*win, s.as_ptr().cast()) }
     });
     rt::set_ierror(ierror, rc);
 }
@@ -391,6 +443,28 @@ pub unsafe fn grequest_start(
     unsafe { create_marked(request, ierror, make, mark, undo) }
 }
 
+pub unsafe fn win_create_keyval(
+    copy_fn: *const c_void,
+    delete_fn: *const c_void,
+    keyval: *mut Fint,
+    extra: *const Aint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: EXTRA_STATE is the caller's INTEGER(KIND=MPI_ADDRESS_KIND).
+    unsafe {
+        create_keyval(
+            c::PMPI_Win_create_keyval,
+            c::PMPI_Win_free_keyval,
+            LANG_FORTRAN,
+            copy_fn,
+            delete_fn,
+            keyval,
+            *extra,
+            ierror,
+        )
+    }
+}
+
 pub unsafe fn type_create_keyval(
     copy_fn: *const c_void,
     delete_fn: *const c_void,
@@ -464,6 +538,16 @@ pub unsafe fn type_set_attr(
 ) {
     // SAFETY: the caller's arguments, passed on.
     unsafe { set_attr(c::PMPI_Type_set_attr, datatype, keyval, value, ierror) }
+}
+
+pub unsafe fn win_set_attr(
+    win: *const Fint,
+    keyval: *const Fint,
+    value: *const Aint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: the caller's arguments, passed on.
+    unsafe { set_attr(c::PMPI_Win_set_attr, win, keyval, value, ierror) }
 }
 
 pub unsafe fn attr_put(
@@ -549,6 +633,51 @@ pub unsafe fn type_get_attr(
             *value = v;
         }
     }
+}
+
+/// MPI_WIN_GET_ATTR: the predefined window attributes are integers in Fortran (the
+/// address for MPI_WIN_BASE, the size, the displacement unit, the flavor, the model),
+/// which C hands out in different forms; the library gives them as integers.
+pub unsafe fn win_get_attr(
+    win: *const Fint,
+    keyval: *const Fint,
+    value: *mut Aint,
+    flag: *mut Fint,
+    ierror: *mut Fint,
+) {
+    // SAFETY: KEYVAL is the caller's INTEGER.
+    let (key, predefined) = rt::keyval_to_c(unsafe { *keyval });
+    if !predefined {
+        // SAFETY: VALUE is the caller's INTEGER(KIND=MPI_ADDRESS_KIND), the others its
+        // INTEGERs.
+        unsafe {
+            if let Some(v) = attr_value(win, keyval, flag, ierror, c::PMPI_Win_get_attr) {
+                *value = v;
+            }
+        }
+        return;
+    }
+    let rc = rt::guard(|| {
+        let mut v: i64 = 0;
+        let mut f: c_int = 0;
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: WIN, VALUE and FLAG are the caller's; C writes into the locals. A key
+        // that is not a window's goes to C, which reports the error or no value.
+        unsafe {
+            let rc = c::shmpi_win_predefined_attr(*win, key, &mut v, &mut f);
+            if rc == crate::abi::MPI_SUCCESS && f != 0 {
+                *value = v as Aint;
+                *flag = 1;
+                return rc;
+            }
+            let rc = c::PMPI_Win_get_attr(*win, key, (&raw mut p).cast(), &mut f);
+            if rc == crate::abi::MPI_SUCCESS {
+                *flag = 0;
+            }
+            rc
+        }
+    });
+    rt::set_ierror(ierror, rc);
 }
 
 pub unsafe fn attr_get(

@@ -56,10 +56,7 @@ fn map(fd: i32, len: usize) -> io::Result<Mapping> {
     if p == libc::MAP_FAILED {
         return Err(os_err("mmap"));
     }
-    Ok(Mapping {
-        ptr: p.cast(),
-        len,
-    })
+    Ok(Mapping { ptr: p.cast(), len })
 }
 
 fn close(fd: i32) {
@@ -178,13 +175,17 @@ impl Mapping {
 
     /// The address of byte `off` of the mapping.
     pub fn addr(&self, off: usize) -> usize {
-        assert!(off <= self.len, "offset {off} beyond the {}-byte mapping", self.len);
+        assert!(
+            off <= self.len,
+            "offset {off} beyond the {}-byte mapping",
+            self.len
+        );
         self.ptr as usize + off
     }
 
     fn at(&self, off: usize, size: usize) -> *mut u8 {
         assert!(
-            off % size == 0 && off + size <= self.len,
+            off.is_multiple_of(size) && off + size <= self.len,
             "offset {off} outside the mapping"
         );
         self.ptr.wrapping_add(off)

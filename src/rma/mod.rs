@@ -164,7 +164,9 @@ impl Win {
             self.map.u64_at(e).store(b as u64, Ordering::Relaxed);
             self.map.u64_at(e + 8).store(l as u64, Ordering::Relaxed);
         }
-        self.map.u64_at(at + 8).store(v.len() as u64, Ordering::Relaxed);
+        self.map
+            .u64_at(at + 8)
+            .store(v.len() as u64, Ordering::Relaxed);
         seq.store(s + 2, Ordering::Release);
     }
 }
@@ -175,7 +177,8 @@ static TABLE: RwLock<Vec<Option<Arc<Win>>>> = RwLock::new(Vec::new());
 
 /// Looks a window handle up; MPI_ERR_WIN names the value otherwise.
 pub fn get(h: i32) -> MpiResult<Arc<Win>> {
-    let found = direct_index(h, OBJ_WIN).and_then(|i| TABLE.read().unwrap().get(i).cloned().flatten());
+    let found =
+        direct_index(h, OBJ_WIN).and_then(|i| TABLE.read().unwrap().get(i).cloned().flatten());
     found.ok_or_else(|| {
         if h == MPI_WIN_NULL {
             err(MPI_ERR_WIN, "win is MPI_WIN_NULL")
@@ -294,17 +297,24 @@ static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 /// Makes the shared mapping of `len` bytes on every member of `comm` (collective).
 fn shared_mapping(comm: &Comm, len: usize) -> MpiResult<Mapping> {
     let job = crate::runtime::job()?;
-    let no_mem = |e: std::io::Error| err(MPI_ERR_NO_MEM, format!("window memory of {len} bytes: {e}"));
+    let no_mem =
+        |e: std::io::Error| err(MPI_ERR_NO_MEM, format!("window memory of {len} bytes: {e}"));
     let pid = std::process::id() as u64;
     if comm.chan_members.len() == 1 {
-        return Mapping::create(len).map(|(m, fd)| {
-            Mapping::close_fd(fd);
-            m
-        }).map_err(no_mem);
+        return Mapping::create(len)
+            .map(|(m, fd)| {
+                Mapping::close_fd(fd);
+                m
+            })
+            .map_err(no_mem);
     }
     let leader = comm.rank == 0;
     // First way: the creator's memfd through /proc.
-    let made = if leader { Some(Mapping::create(len)) } else { None };
+    let made = if leader {
+        Some(Mapping::create(len))
+    } else {
+        None
+    };
     let (fd, ok) = match &made {
         Some(Ok((_, fd))) => (*fd as u64, 1),
         _ => (0, 0),
@@ -313,7 +323,10 @@ fn shared_mapping(comm: &Comm, len: usize) -> MpiResult<Mapping> {
     if v[0][2] == 0 {
         let e = match made {
             Some(Err(e)) => no_mem(e),
-            _ => err(MPI_ERR_NO_MEM, format!("window memory of {len} bytes: rank 0 could not create it")),
+            _ => err(
+                MPI_ERR_NO_MEM,
+                format!("window memory of {len} bytes: rank 0 could not create it"),
+            ),
         };
         return Err(e);
     }
@@ -411,7 +424,10 @@ pub fn create(parent: &Arc<Comm>, spec: Spec, info: Entries) -> MpiResult<Arc<Wi
         }
         offs.push(at);
         at = at.checked_add(v[0] as usize).ok_or_else(|| {
-            err(MPI_ERR_SIZE, "the window sizes of the members add up to more than the address space")
+            err(
+                MPI_ERR_SIZE,
+                "the window sizes of the members add up to more than the address space",
+            )
         })?;
     }
     let len = if mapped { at } else { seg0 };
@@ -438,7 +454,11 @@ pub fn create(parent: &Arc<Comm>, spec: Spec, info: Entries) -> MpiResult<Arc<Wi
                     disp_unit: du,
                 },
                 _ => Target {
-                    place: if t == me { Place::Here } else { Place::Proc(pids[t]) },
+                    place: if t == me {
+                        Place::Here
+                    } else {
+                        Place::Proc(pids[t])
+                    },
                     base: all[t][2] as usize,
                     size,
                     disp_unit: du,
@@ -498,7 +518,10 @@ pub fn create_checked(
     info: MpiResult<Entries>,
 ) -> MpiResult<Arc<Win>> {
     let mine = mine.and_then(|s| info.map(|i| (s, i)));
-    let r = mine.as_ref().map(|_| ()).map_err(|e| err(e.class, e.msg.clone()));
+    let r = mine
+        .as_ref()
+        .map(|_| ())
+        .map_err(|e| err(e.class, e.msg.clone()));
     agree_ok(parent, r, "the window's creation")?;
     let (spec, info) = mine?;
     create(parent, spec, info)
@@ -649,12 +672,18 @@ pub fn attach(w: &Win, base: usize, size: usize) -> MpiResult<()> {
         return Ok(());
     }
     let end = base.checked_add(size).ok_or_else(|| {
-        err(MPI_ERR_RMA_ATTACH, format!("base={base:#x} size={size}: the region wraps around the address space"))
+        err(
+            MPI_ERR_RMA_ATTACH,
+            format!("base={base:#x} size={size}: the region wraps around the address space"),
+        )
     })?;
     if let Some(&(b, l)) = v.iter().find(|&&(b, l)| base < b + l && b < end) {
         return Err(err(
             MPI_ERR_RMA_ATTACH,
-            format!("base={base:#x} size={size} overlaps the region [{b:#x}, {:#x}) attached already", b + l),
+            format!(
+                "base={base:#x} size={size} overlaps the region [{b:#x}, {:#x}) attached already",
+                b + l
+            ),
         ));
     }
     if v.len() >= DYN_MAX {

@@ -90,7 +90,10 @@ fn resolve(w: &Win, tg: &Tgt, call: &str) -> MpiResult<(Place, usize)> {
     let (lo, len) = crate::datatype::span(&tg.t, tg.count).ok_or_else(|| {
         err(
             MPI_ERR_COUNT,
-            format!("{call}: target_count={} of the target datatype overflows the address space", tg.count),
+            format!(
+                "{call}: target_count={} of the target datatype overflows the address space",
+                tg.count
+            ),
         )
     })?;
     if w.flavor == MPI_WIN_FLAVOR_DYNAMIC {
@@ -159,15 +162,24 @@ fn write_target(place: Place, addr: usize, tg: &Tgt, data: &[u8], call: &str) ->
     }
     match place {
         Place::Here => {
-            crate::datatype::pack::walk(&tg.t.layout, tg.t.extent(), tg.count, 0, data.len(), |u, pos, n| {
-                // SAFETY: `resolve` checked that every piece is inside the target's
-                // window memory, addressable in this process.
-                unsafe { mem::copy_in(addr.wrapping_add_signed(u), &data[pos..pos + n]) }
-            });
+            crate::datatype::pack::walk(
+                &tg.t.layout,
+                tg.t.extent(),
+                tg.count,
+                0,
+                data.len(),
+                |u, pos, n| {
+                    // SAFETY: `resolve` checked that every piece is inside the target's
+                    // window memory, addressable in this process.
+                    unsafe { mem::copy_in(addr.wrapping_add_signed(u), &data[pos..pos + n]) }
+                },
+            );
             Ok(())
         }
-        Place::Proc(pid) => crate::shm::peer::write_pieces(pid, &pieces(&tg.t, tg.count, addr, data.len()), data)
-            .map_err(|e| io_error(call, tg.rank, e)),
+        Place::Proc(pid) => {
+            crate::shm::peer::write_pieces(pid, &pieces(&tg.t, tg.count, addr, data.len()), data)
+                .map_err(|e| io_error(call, tg.rank, e))
+        }
     }
 }
 
@@ -179,10 +191,17 @@ fn read_target(place: Place, addr: usize, tg: &Tgt, out: &mut [u8], call: &str) 
     match place {
         Place::Here => {
             let len = out.len();
-            crate::datatype::pack::walk(&tg.t.layout, tg.t.extent(), tg.count, 0, len, |u, pos, n| {
-                // SAFETY: as in write_target, for reading.
-                unsafe { mem::copy_out(addr.wrapping_add_signed(u), &mut out[pos..pos + n]) }
-            });
+            crate::datatype::pack::walk(
+                &tg.t.layout,
+                tg.t.extent(),
+                tg.count,
+                0,
+                len,
+                |u, pos, n| {
+                    // SAFETY: as in write_target, for reading.
+                    unsafe { mem::copy_out(addr.wrapping_add_signed(u), &mut out[pos..pos + n]) }
+                },
+            );
             Ok(())
         }
         Place::Proc(pid) => {
@@ -221,7 +240,12 @@ fn target_range(place: Place, addr: usize, tg: &Tgt) -> (usize, usize) {
 
 /// MPI_Put.
 pub fn put(w: &Win, o: &Buf, tg: &Tgt, call: &str) -> MpiResult<()> {
-    check_sizes(o.bytes(), "origin_count x origin_datatype", tg.bytes(), call)?;
+    check_sizes(
+        o.bytes(),
+        "origin_count x origin_datatype",
+        tg.bytes(),
+        call,
+    )?;
     let (place, addr) = resolve(w, tg, call)?;
     let data = o.packed();
     if overlap(o.range(), target_range(place, addr, tg)) {
@@ -233,7 +257,12 @@ pub fn put(w: &Win, o: &Buf, tg: &Tgt, call: &str) -> MpiResult<()> {
 
 /// MPI_Get.
 pub fn get(w: &Win, o: &Buf, tg: &Tgt, call: &str) -> MpiResult<()> {
-    check_sizes(o.bytes(), "origin_count x origin_datatype", tg.bytes(), call)?;
+    check_sizes(
+        o.bytes(),
+        "origin_count x origin_datatype",
+        tg.bytes(),
+        call,
+    )?;
     let (place, addr) = resolve(w, tg, call)?;
     let len = o.bytes();
     if len == 0 {
@@ -309,7 +338,12 @@ pub fn accumulate(
 ) -> MpiResult<()> {
     let tbasic = basic_of(op, &tg.t, "target_datatype", call)?;
     if op != BuiltinOp::NoOp {
-        check_sizes(o.bytes(), "origin_count x origin_datatype", tg.bytes(), call)?;
+        check_sizes(
+            o.bytes(),
+            "origin_count x origin_datatype",
+            tg.bytes(),
+            call,
+        )?;
         let obasic = basic_of(op, &o.t, "origin_datatype", call)?;
         if obasic.is_some() && tbasic.is_some() && obasic != tbasic {
             return Err(err(
@@ -319,7 +353,12 @@ pub fn accumulate(
         }
     }
     if let Some(r) = result {
-        check_sizes(r.bytes(), "result_count x result_datatype", tg.bytes(), call)?;
+        check_sizes(
+            r.bytes(),
+            "result_count x result_datatype",
+            tg.bytes(),
+            call,
+        )?;
         if r.bytes() > 0 && basic_of(BuiltinOp::NoOp, &r.t, "result_datatype", call)? != tbasic {
             return Err(err(
                 MPI_ERR_TYPE,
@@ -360,6 +399,7 @@ pub fn accumulate(
 }
 
 /// MPI_Compare_and_swap: one element of predefined `t`.
+#[allow(clippy::too_many_arguments)]
 pub fn compare_and_swap(
     w: &Win,
     origin: usize,

@@ -109,7 +109,10 @@ impl State {
 
 /// Waits until `cond` holds, running the rest of the engine meanwhile; `waiters`, if
 /// given, counts this member among those that the one who makes `cond` true wakes.
-fn wait_for(mut cond: impl FnMut() -> bool, waiters: Option<&std::sync::atomic::AtomicU32>) -> MpiResult<()> {
+fn wait_for(
+    mut cond: impl FnMut() -> bool,
+    waiters: Option<&std::sync::atomic::AtomicU32>,
+) -> MpiResult<()> {
     if cond() {
         return Ok(());
     }
@@ -171,10 +174,7 @@ pub fn access(w: &Win, t: usize, call: &str, passive_only: bool) -> MpiResult<()
                 let need = st.starts_to[t];
                 drop(st);
                 let me = w.me();
-                wait_for(
-                    || w.post_count(t, me).load(Ordering::Acquire) >= need,
-                    None,
-                )?;
+                wait_for(|| w.post_count(t, me).load(Ordering::Acquire) >= need, None)?;
                 st = state(w);
                 if let Some(a) = st.access.as_mut() {
                     a[t].1 = true;
@@ -417,7 +417,11 @@ pub fn lock(w: &Win, lock_type: i32, t: usize, assert: i32) -> MpiResult<()> {
     }
     drop(st);
     take_word(w, t, exclusive)?;
-    state(w).locks[t] = if exclusive { Lock::Exclusive } else { Lock::Shared };
+    state(w).locks[t] = if exclusive {
+        Lock::Exclusive
+    } else {
+        Lock::Shared
+    };
     Ok(())
 }
 

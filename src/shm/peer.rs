@@ -116,7 +116,10 @@ fn transfer_pieces(
 ) -> io::Result<()> {
     const BATCH: usize = 1024;
     let total: usize = pieces.iter().map(|p| p.1).sum();
-    assert!(total <= len, "{total} bytes of pieces, {len} of local buffer");
+    assert!(
+        total <= len,
+        "{total} bytes of pieces, {len} of local buffer"
+    );
     // (piece index, bytes of it done, bytes of the local buffer done)
     let (mut i, mut within, mut done) = (0usize, 0usize, 0usize);
     let mut rem: Vec<libc::iovec> = Vec::with_capacity(BATCH.min(pieces.len()));

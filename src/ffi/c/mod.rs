@@ -13,5 +13,6 @@ pub mod neighbor;
 pub mod op;
 pub mod p2p;
 pub mod persist;
+pub mod rma;
 pub mod spawn;
 pub mod topo;

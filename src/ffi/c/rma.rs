@@ -5,9 +5,9 @@ use crate::abi::*;
 use crate::attr;
 use crate::error::{err, MpiResult};
 use crate::ffi::check;
+use crate::mpi_entry;
 use crate::op::{BuiltinOp, OpRef};
 use crate::rma::{self, ops, sync, Win};
-use crate::{counted, mpi_entry};
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -32,7 +32,7 @@ fn win_at(p: *const i32) -> i32 {
 }
 
 /// A target rank argument: None for MPI_PROC_NULL (the call does nothing).
-fn target_rank(w: &Win, r: c_int) -> MpiResult<Option<usize>> {
+fn target_of(w: &Win, r: c_int) -> MpiResult<Option<usize>> {
     if r == MPI_PROC_NULL {
         return Ok(None);
     }
@@ -40,7 +40,14 @@ fn target_rank(w: &Win, r: c_int) -> MpiResult<Option<usize>> {
     Ok(Some(r as usize))
 }
 
-fn buf(addr: *const c_void, count: i64, dt: i32, count_arg: &str, type_arg: &str, addr_arg: &str) -> MpiResult<ops::Buf> {
+fn buf(
+    addr: *const c_void,
+    count: i64,
+    dt: i32,
+    count_arg: &str,
+    type_arg: &str,
+    addr_arg: &str,
+) -> MpiResult<ops::Buf> {
     let n = check::count(count, count_arg)?;
     let info = check::datatype(dt, type_arg)?;
     check::check_base(addr, n, &info, addr_arg)?;
@@ -78,7 +85,7 @@ fn done_request(w: &Win, request: *mut i32) -> MpiResult<()> {
     check::not_null(request, "request")?;
     let r = crate::p2p::completed(&w.comm, crate::p2p::Status::empty())?;
     // SAFETY: `request`: non-NULL (checked), an `MPI_Request *` of the MPI caller.
-    unsafe { check::out(request, r, "request") }
+    unsafe { check::out(request, crate::request::req_handle(r), "request") }
 }
 
 // ------------------------------------------------------------------ window creation
@@ -91,7 +98,14 @@ fn info_entries(info: i32) -> MpiResult<crate::comm::info::Entries> {
     crate::comm::info::entries_of(info, "info")
 }
 
-fn make(comm: i32, flavor: i32, base: *mut c_void, size: i64, disp_unit: i64, info: i32) -> MpiResult<Arc<Win>> {
+fn make(
+    comm: i32,
+    flavor: i32,
+    base: *mut c_void,
+    size: i64,
+    disp_unit: i64,
+    info: i32,
+) -> MpiResult<Arc<Win>> {
     let c = check::comm(comm)?;
     let spec = rma::check_spec(size, disp_unit).and_then(|()| {
         if flavor == MPI_WIN_FLAVOR_CREATE && base.is_null() && size > 0 {
@@ -115,10 +129,25 @@ counted!(MPI_Win_create, PMPI_Win_create, MPI_Win_create_c, PMPI_Win_create_c,
     check::out(win, w.handle, "win")
 });
 
-fn allocate(flavor: i32, size: Aint, disp_unit: i64, info: i32, comm: i32, baseptr: *mut c_void, win: *mut i32) -> MpiResult<()> {
+fn allocate(
+    flavor: i32,
+    size: Aint,
+    disp_unit: i64,
+    info: i32,
+    comm: i32,
+    baseptr: *mut c_void,
+    win: *mut i32,
+) -> MpiResult<()> {
     check::not_null(win, "win")?;
     check::not_null(baseptr, "baseptr")?;
-    let w = make(comm, flavor, std::ptr::null_mut(), size as i64, disp_unit, info)?;
+    let w = make(
+        comm,
+        flavor,
+        std::ptr::null_mut(),
+        size as i64,
+        disp_unit,
+        info,
+    )?;
     // SAFETY: `baseptr` is a `void **` of the MPI caller (non-NULL, checked).
     unsafe { check::out(baseptr as *mut usize, w.local().base, "baseptr")? };
     // SAFETY: `win` is an `MPI_Win *` of the MPI caller (non-NULL, checked).
@@ -156,7 +185,7 @@ mpi_entry!(MPI_Win_attach, PMPI_Win_attach, (win: i32, base: *mut c_void, size: 
 });
 
 mpi_entry!(MPI_Win_detach, PMPI_Win_detach, (win: i32, base: *const c_void), errcomm = win, {
-    rma::detach(&self::win(win)?, base as usize)
+    rma::detach(&*self::win(win)?, base as usize)
 });
 
 mpi_entry!(MPI_Win_free, PMPI_Win_free, (win: *mut i32), errcomm = win_at(win), {
@@ -270,8 +299,15 @@ mpi_entry!(MPI_Win_delete_attr, PMPI_Win_delete_attr, (win: i32, win_keyval: c_i
 /// window attribute (the address for MPI_WIN_BASE), `*flag` 0 if `keyval` is not one.
 /// Not part of the MPI API.
 #[no_mangle]
-pub extern "C" fn shmpi_win_predefined_attr(win: c_int, keyval: c_int, value: *mut i64, flag: *mut c_int) -> c_int {
-    let v = rma::get(win).ok().and_then(|w| rma::predefined_value(&w, keyval));
+pub extern "C" fn shmpi_win_predefined_attr(
+    win: c_int,
+    keyval: c_int,
+    value: *mut i64,
+    flag: *mut c_int,
+) -> c_int {
+    let v = rma::get(win)
+        .ok()
+        .and_then(|w| rma::predefined_value(&w, keyval));
     if value.is_null() || flag.is_null() {
         return MPI_ERR_ARG;
     }
@@ -328,12 +364,29 @@ mpi_entry!(MPI_Win_call_errhandler, PMPI_Win_call_errhandler, (win: i32, errorco
 
 // ------------------------------------------------------------------ communication
 
-fn put_get(get: bool, origin_addr: *const c_void, origin_count: i64, origin_datatype: i32, target_rank: c_int,
-           target_disp: i64, target_count: i64, target_datatype: i32, win: i32, call: &str, passive_only: bool)
-           -> MpiResult<Option<Arc<Win>>> {
+fn put_get(
+    get: bool,
+    origin_addr: *const c_void,
+    origin_count: i64,
+    origin_datatype: i32,
+    target_rank: c_int,
+    target_disp: i64,
+    target_count: i64,
+    target_datatype: i32,
+    win: i32,
+    call: &str,
+    passive_only: bool,
+) -> MpiResult<Option<Arc<Win>>> {
     let w = self::win(win)?;
-    let o = buf(origin_addr, origin_count, origin_datatype, "origin_count", "origin_datatype", "origin_addr")?;
-    let Some(t) = target_rank(&w, target_rank)? else {
+    let o = buf(
+        origin_addr,
+        origin_count,
+        origin_datatype,
+        "origin_count",
+        "origin_datatype",
+        "origin_addr",
+    )?;
+    let Some(t) = target_of(&w, target_rank)? else {
         return Ok(Some(w));
     };
     let tg = tgt(t, target_disp, target_count, target_datatype)?;
@@ -377,22 +430,49 @@ counted!(MPI_Rget, PMPI_Rget, MPI_Rget_c, PMPI_Rget_c,
 });
 
 /// The accumulate family: `result` is (address, count, datatype) for Get_accumulate.
-fn acc(origin: (*const c_void, i64, i32), result: Option<(*mut c_void, i64, i32)>, target_rank: c_int,
-       target_disp: i64, target_count: i64, target_datatype: i32, op: i32, win: i32, call: &str,
-       passive_only: bool) -> MpiResult<Arc<Win>> {
+fn acc(
+    origin: (*const c_void, i64, i32),
+    result: Option<(*mut c_void, i64, i32)>,
+    target_rank: c_int,
+    target_disp: i64,
+    target_count: i64,
+    target_datatype: i32,
+    op: i32,
+    win: i32,
+    call: &str,
+    passive_only: bool,
+) -> MpiResult<Arc<Win>> {
     let w = self::win(win)?;
     let op = acc_op(op)?;
     // (MPI_NO_OP ignores the origin buffer: its arguments need not be valid)
     let o = if op == BuiltinOp::NoOp && result.is_some() {
-        ops::Buf { addr: 0, count: 0, t: crate::datatype::lookup(MPI_BYTE)? }
+        ops::Buf {
+            addr: 0,
+            count: 0,
+            t: crate::datatype::lookup(MPI_BYTE)?,
+        }
     } else {
-        buf(origin.0, origin.1, origin.2, "origin_count", "origin_datatype", "origin_addr")?
+        buf(
+            origin.0,
+            origin.1,
+            origin.2,
+            "origin_count",
+            "origin_datatype",
+            "origin_addr",
+        )?
     };
     let r = match result {
-        Some((a, c, t)) => Some(buf(a, c, t, "result_count", "result_datatype", "result_addr")?),
+        Some((a, c, t)) => Some(buf(
+            a,
+            c,
+            t,
+            "result_count",
+            "result_datatype",
+            "result_addr",
+        )?),
         None => None,
     };
-    let Some(t) = target_rank(&w, target_rank)? else {
+    let Some(t) = target_of(&w, target_rank)? else {
         return Ok(w);
     };
     let tg = tgt(t, target_disp, target_count, target_datatype)?;
@@ -469,7 +549,7 @@ mpi_entry!(MPI_Compare_and_swap, PMPI_Compare_and_swap,
     check::not_null(origin_addr, "origin_addr")?;
     check::not_null(compare_addr, "compare_addr")?;
     check::not_null(result_addr, "result_addr")?;
-    let Some(r) = target_rank(&w, target_rank)? else {
+    let Some(r) = target_of(&w, target_rank)? else {
         return Ok(());
     };
     sync::access(&w, r, "MPI_Compare_and_swap", false)?;
@@ -480,7 +560,7 @@ mpi_entry!(MPI_Compare_and_swap, PMPI_Compare_and_swap,
 // ------------------------------------------------------------------ synchronisation
 
 mpi_entry!(MPI_Win_fence, PMPI_Win_fence, (assert: c_int, win: i32), errcomm = win, {
-    sync::fence_call(&self::win(win)?, assert)
+    sync::fence_call(&*self::win(win)?, assert)
 });
 
 /// The window ranks of the members of `group`; MPI_ERR_GROUP if one is not a member.
@@ -512,11 +592,11 @@ mpi_entry!(MPI_Win_start, PMPI_Win_start, (group: i32, assert: c_int, win: i32),
 });
 
 mpi_entry!(MPI_Win_complete, PMPI_Win_complete, (win: i32), errcomm = win, {
-    sync::complete(&self::win(win)?)
+    sync::complete(&*self::win(win)?)
 });
 
 mpi_entry!(MPI_Win_wait, PMPI_Win_wait, (win: i32), errcomm = win, {
-    sync::wait(&self::win(win)?, true, "MPI_Win_wait").map(|_| ())
+    sync::wait(&*self::win(win)?, true, "MPI_Win_wait").map(|_| ())
 });
 
 mpi_entry!(MPI_Win_test, PMPI_Win_test, (win: i32, flag: *mut c_int), errcomm = win, {
@@ -551,11 +631,11 @@ mpi_entry!(MPI_Win_unlock, PMPI_Win_unlock, (rank: c_int, win: i32), errcomm = w
 });
 
 mpi_entry!(MPI_Win_lock_all, PMPI_Win_lock_all, (assert: c_int, win: i32), errcomm = win, {
-    sync::lock_all(&self::win(win)?, assert)
+    sync::lock_all(&*self::win(win)?, assert)
 });
 
 mpi_entry!(MPI_Win_unlock_all, PMPI_Win_unlock_all, (win: i32), errcomm = win, {
-    sync::unlock_all(&self::win(win)?)
+    sync::unlock_all(&*self::win(win)?)
 });
 
 fn flush_one(rank: c_int, win: i32, call: &str) -> MpiResult<()> {
@@ -575,13 +655,13 @@ mpi_entry!(MPI_Win_flush_local, PMPI_Win_flush_local, (rank: c_int, win: i32), e
 });
 
 mpi_entry!(MPI_Win_flush_all, PMPI_Win_flush_all, (win: i32), errcomm = win, {
-    sync::flush(&self::win(win)?, None, "MPI_Win_flush_all")
+    sync::flush(&*self::win(win)?, None, "MPI_Win_flush_all")
 });
 
 mpi_entry!(MPI_Win_flush_local_all, PMPI_Win_flush_local_all, (win: i32), errcomm = win, {
-    sync::flush(&self::win(win)?, None, "MPI_Win_flush_local_all")
+    sync::flush(&*self::win(win)?, None, "MPI_Win_flush_local_all")
 });
 
 mpi_entry!(MPI_Win_sync, PMPI_Win_sync, (win: i32), errcomm = win, {
-    sync::win_sync(&self::win(win)?)
+    sync::win_sync(&*self::win(win)?)
 });
