@@ -8,7 +8,7 @@ LIB     = target/release/libshmpi.so
 all: build
 
 # System packages the build and the tests need (Debian): installed only when missing.
-DEB_PKGS = gcc g++ clang gfortran make mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev python3 python3-venv python3-dev cmake valgrind meson ninja-build pkg-config
+DEB_PKGS = gcc g++ clang gfortran make mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev python3 python3-venv python3-dev cmake valgrind meson ninja-build pkg-config libcoarrays-mpich-dev libcaf-mpich-3
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
