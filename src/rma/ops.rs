@@ -374,6 +374,9 @@ pub fn accumulate(
     if len == 0 {
         return Ok(());
     }
+    if place == Place::Here && tg.t.is_contiguous() {
+        return accumulate_here(w, o, result, tg.rank, addr, len, op, basic);
+    }
     let inv = if op == BuiltinOp::NoOp {
         Cow::Borrowed(&[][..])
     } else {
@@ -396,6 +399,59 @@ pub fn accumulate(
         r.store(&old);
     }
     Ok(())
+}
+
+/// The accumulate family on a contiguous target buffer addressable here: the kernel
+/// combines straight into the window memory, without staging copies.
+#[allow(clippy::too_many_arguments)]
+fn accumulate_here(
+    w: &Win,
+    o: &Buf,
+    result: Option<&Buf>,
+    rank: usize,
+    addr: usize,
+    len: usize,
+    op: BuiltinOp,
+    basic: i32,
+) -> MpiResult<()> {
+    let trange = (addr, addr + len);
+    // (origin data that is window memory, or that the result overwrites, is copied
+    // first)
+    let origin_clash =
+        overlap(o.range(), trange) || result.is_some_and(|r| overlap(o.range(), r.range()));
+    let inv = if op == BuiltinOp::NoOp {
+        Cow::Borrowed(&[][..])
+    } else if origin_clash {
+        Cow::Owned(o.packed().into_owned())
+    } else {
+        o.packed()
+    };
+    let direct_result = result.filter(|r| r.t.is_contiguous() && !overlap(r.range(), trange));
+    sync::with_acc_mutex(w, rank, || {
+        if let Some(r) = result {
+            // SAFETY: `resolve` checked that the target buffer, `len` bytes at `addr`
+            // for a contiguous type, is window memory addressable here.
+            let cur = unsafe { mem::view(addr, len) };
+            match direct_result {
+                // SAFETY: the MPI caller's result buffer: `len` bytes for its contiguous
+                // type, disjoint from the target buffer (checked).
+                Some(_) => unsafe { mem::view_mut(r.addr, len) }.copy_from_slice(cur),
+                // (a copy: the result buffer may overlap the target buffer)
+                None => {
+                    let old = cur.to_vec();
+                    r.store(&old)
+                }
+            }
+        }
+        if op != BuiltinOp::NoOp {
+            // SAFETY: as above; the accumulates of other processes wait for the mutex
+            // this closure holds, and other concurrent access to these bytes is
+            // erroneous (MPI 4.1 §12.7).
+            let cur = unsafe { mem::view_mut(addr, len) };
+            combine(op, basic, &inv, cur)?;
+        }
+        Ok(())
+    })
 }
 
 /// MPI_Compare_and_swap: one element of predefined `t`.
