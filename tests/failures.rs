@@ -913,3 +913,78 @@ fn killed_spawned_process_stops_the_whole_job() {
     assert!(!stderr.contains("completed without"), "{stderr}");
     assert!(after < 1.0, "the job took {after:.3}s to stop:\n{stderr}");
 }
+
+/// One-sided communication: rank 0 takes the exclusive lock of rank 1's window and then
+/// `hang`s (a receive nobody sends) or `segv`s; the other ranks wait for that lock.
+const RMA_LOCK_PROG: &str = r#"
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char **argv) {
+    int rank, x = 0;
+    char *base;
+    MPI_Win win;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    if (rank == 0) MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        if (!strcmp(argv[1], "segv")) raise(SIGSEGV);
+        MPI_Recv(&x, 1, MPI_INT, 1, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win);
+        fprintf(stderr, "rank %d: took a lock that rank 0 holds\n", rank);
+    }
+    MPI_Finalize();
+    return 0;
+}
+"#;
+
+#[test]
+fn timeout_names_the_window_lock_a_rank_waits_for() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = build("rma_lock", RMA_LOCK_PROG);
+    let out = spawn(3, &exe, &["hang"], &["--timeout", "1.5"])
+        .wait_with_output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(124), "{stderr}");
+    assert!(!stderr.contains("took a lock"), "{stderr}");
+    let line = |r: usize| {
+        stderr
+            .lines()
+            .find(|l| l.contains(&format!("rank {r} (pid")))
+            .unwrap_or_else(|| panic!("no line for rank {r}:\n{stderr}"))
+            .to_string()
+    };
+    assert!(line(0).contains("MPI_Recv"), "{stderr}");
+    for r in 1..3 {
+        let l = line(r);
+        assert!(
+            l.contains("MPI_Win_lock (window 0x") && l.contains("an exclusive lock of rank 1"),
+            "rank {r} should wait for the lock of rank 1:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn rank_dying_while_holding_a_window_lock_stops_the_job() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = build("rma_lock", RMA_LOCK_PROG);
+    let t = Instant::now();
+    let out = spawn(3, &exe, &["segv"], &["--timeout", "30"])
+        .wait_with_output()
+        .unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(128 + 11), "{stderr}");
+    assert!(
+        stderr.contains("rank 0 (pid") && stderr.contains("killed by signal 11"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("took a lock"), "{stderr}");
+    assert!(secs < 3.0, "took {secs:.2}s");
+}

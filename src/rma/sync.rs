@@ -109,12 +109,19 @@ impl State {
 
 /// Waits until `cond` holds, running the rest of the engine meanwhile; `waiters`, if
 /// given, counts this member among those that the one who makes `cond` true wakes.
+/// `what` says what it waits for, in the hang report of mpiexec --timeout.
 fn wait_for(
+    w: &Win,
+    what: impl FnOnce() -> String,
     mut cond: impl FnMut() -> bool,
     waiters: Option<&std::sync::atomic::AtomicU32>,
 ) -> MpiResult<()> {
     if cond() {
         return Ok(());
+    }
+    if let Ok(job) = crate::runtime::job() {
+        let text = format!("window {:#x}: {}", w.handle, what());
+        job.arena.note_wait(w.world(w.me()), &text);
     }
     if let Some(w) = waiters {
         w.fetch_add(1, Ordering::SeqCst);
@@ -174,7 +181,12 @@ pub fn access(w: &Win, t: usize, call: &str, passive_only: bool) -> MpiResult<()
                 let need = st.starts_to[t];
                 drop(st);
                 let me = w.me();
-                wait_for(|| w.post_count(t, me).load(Ordering::Acquire) >= need, None)?;
+                wait_for(
+                    w,
+                    || format!("the MPI_Win_post of rank {t}"),
+                    || w.post_count(t, me).load(Ordering::Acquire) >= need,
+                    None,
+                )?;
                 st = state(w);
                 if let Some(a) = st.access.as_mut() {
                     a[t].1 = true;
@@ -332,7 +344,12 @@ pub fn wait(w: &Win, block: bool, call: &str) -> MpiResult<bool> {
             .all(|(&o, &c)| w.done_count(me, o).load(Ordering::Acquire) >= c)
     };
     if block {
-        wait_for(done, None)?;
+        wait_for(
+            w,
+            || "the MPI_Win_complete of its origins".into(),
+            done,
+            None,
+        )?;
     } else if !done() {
         crate::progress::poll_pending();
         if !done() {
@@ -362,7 +379,17 @@ fn take_word(w: &Win, t: usize, exclusive: bool) -> MpiResult<()> {
                     .is_ok()
         }
     };
-    wait_for(try_take, Some(w.lock_waiters(t)))
+    let kind = if exclusive {
+        "an exclusive"
+    } else {
+        "a shared"
+    };
+    wait_for(
+        w,
+        || format!("{kind} lock of rank {t}"),
+        try_take,
+        Some(w.lock_waiters(t)),
+    )
 }
 
 fn give_word(w: &Win, t: usize, exclusive: bool) {
@@ -563,6 +590,8 @@ pub fn with_acc_mutex<T>(w: &Win, t: usize, f: impl FnOnce() -> MpiResult<T>) ->
             continue;
         }
         wait_for(
+            w,
+            || format!("the accumulate lock of rank {t}"),
             || {
                 word.load(Ordering::Relaxed) == 0
                     && word

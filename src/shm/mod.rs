@@ -620,6 +620,15 @@ impl Arena {
         self.i32_at(b + R_CALL_COMM).store(comm, Ordering::Relaxed);
         self.u64_at(b + R_CALL_STEP).store(0, Ordering::Relaxed);
     }
+    /// Records what rank `r` waits for inside its current call, for hang reports:
+    /// "MPI_Win_lock (window 0xa0000000: the lock of rank 1)". The next call's name
+    /// replaces it.
+    pub fn note_wait(&self, r: usize, what: &str) {
+        let name = self.call_name(r);
+        let call = name.split(" (").next().unwrap_or_default();
+        self.set_call(r, &format!("{call} ({what})"));
+        LAST_CALL_NAME.store(0, Ordering::Relaxed);
+    }
     /// Records that rank `r` left its MPI call.
     pub fn leave_call(&self, r: usize) {
         self.u32_at(self.lay.rank_block(r) + R_CALL_ACTIVE)
@@ -637,7 +646,7 @@ impl Arena {
         let active = self
             .u32_at(self.lay.rank_block(r) + R_CALL_ACTIVE)
             .load(Ordering::Relaxed);
-        if name.is_empty() || active == 0 {
+        if name.is_empty() || active == 0 || name.contains(" (") {
             return name;
         }
         let comm = self
@@ -646,10 +655,15 @@ impl Arena {
         let step = self
             .u64_at(self.lay.rank_block(r) + R_CALL_STEP)
             .load(Ordering::Relaxed);
-        if step > 0 {
-            format!("{name} (communicator {comm:#x}, collective step {step})")
+        let kind = if crate::abi::handle_obj(comm) == crate::abi::OBJ_WIN {
+            "window"
         } else {
-            format!("{name} (communicator {comm:#x})")
+            "communicator"
+        };
+        if step > 0 {
+            format!("{name} ({kind} {comm:#x}, collective step {step})")
+        } else {
+            format!("{name} ({kind} {comm:#x})")
         }
     }
 
