@@ -485,6 +485,8 @@ fn child_setup(cmd: &mut Command, parent: i32) {
             if libc::getppid() != parent {
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
+            // (see `run`: the ranks' memory readable by mpiexec's descendants)
+            libc::prctl(libc::PR_SET_PTRACER, parent as libc::c_ulong);
         }
         Ok(())
     };
@@ -945,6 +947,15 @@ pub fn run(opts: &Options, exe: &Path) -> io::Result<i32> {
         libc::sigaddset(&mut sigset, spawn::request_signal());
     }
     block_signals(&sigset);
+    // Under Yama's ptrace_scope 1 a process may read the memory of its descendants
+    // only: mpiexec names itself the ptracer of itself and of each rank (child_setup),
+    // which lets the ranks, its descendants, read each other's memory and its own (the
+    // probe of shm/peer.rs) for single-copy transfers. Without Yama the call fails
+    // harmlessly.
+    // SAFETY: prctl(PR_SET_PTRACER) takes no pointers.
+    unsafe {
+        libc::prctl(libc::PR_SET_PTRACER, libc::getpid() as libc::c_ulong);
+    }
 
     // The job-wide SHMPI_* settings (settings.rs `Job`: the arena's layout, the
     // algorithms) are mpiexec's, recorded in the arena, which every rank takes them

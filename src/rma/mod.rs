@@ -392,17 +392,32 @@ pub fn create(parent: &Arc<Comm>, spec: Spec, info: Entries) -> MpiResult<Arc<Wi
             spec.size as u64,
             spec.disp_unit as u64,
             spec.base as u64,
-            spec.flavor as u64,
+            // (the flavor, and whether this process can reach the others' memory)
+            spec.flavor as u64 | (crate::shm::peer::usable() as u64) << 32,
         ],
     )?;
-    if let Some(r) = all.iter().position(|v| v[3] != spec.flavor as u64) {
+    if let Some(r) = all.iter().position(|v| v[3] as u32 != spec.flavor as u32) {
         return Err(err(
             MPI_ERR_ARG,
             format!(
                 "the members of the communicator do not make the same kind of window (rank {r} makes flavor {}, this rank {})",
-                all[r][3], spec.flavor
+                all[r][3] as u32, spec.flavor
             ),
         ));
+    }
+    // Windows on the processes' own memory are reached by single-copy cross-process
+    // transfers, which the system may refuse (shm/peer.rs).
+    let on_own_memory =
+        spec.flavor == MPI_WIN_FLAVOR_CREATE || spec.flavor == MPI_WIN_FLAVOR_DYNAMIC;
+    if on_own_memory && all.len() > 1 {
+        if let Some(r) = all.iter().position(|v| v[3] >> 32 == 0) {
+            return Err(err(
+                MPI_ERR_OTHER,
+                format!(
+                    "rank {r} of the communicator cannot reach the memory of the others: this system refuses process_vm_readv/writev between the job's processes (a ptrace policy, a seccomp filter, or a program that is not dumpable), which windows on the processes' own memory need; MPI_Win_allocate and MPI_Win_allocate_shared work everywhere"
+                ),
+            ));
+        }
     }
     let comm = crate::create::context_dup(parent)?;
     let n = comm.size();
