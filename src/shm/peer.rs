@@ -60,40 +60,7 @@ fn transfer(
     len: usize,
     to_remote: bool,
 ) -> io::Result<()> {
-    let mut done = 0;
-    while done < len {
-        let loc = libc::iovec {
-            // SAFETY: `done < len`: inside the caller's buffer.
-            iov_base: unsafe { local.add(done) }.cast(),
-            iov_len: len - done,
-        };
-        let rem = libc::iovec {
-            iov_base: (remote + done) as *mut libc::c_void,
-            iov_len: len - done,
-        };
-        // SAFETY: the local iovec covers the rest of the caller's buffer (borrowed
-        // mutably by `read`; only read by the kernel for `write`); the remote range is
-        // checked by the kernel in the other process (EFAULT if not mapped there).
-        let r = unsafe {
-            if to_remote {
-                libc::process_vm_writev(pid, &loc, 1, &rem, 1, 0)
-            } else {
-                libc::process_vm_readv(pid, &loc, 1, &rem, 1, 0)
-            }
-        };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if r == 0 {
-            return Err(io::Error::from_raw_os_error(libc::EFAULT));
-        }
-        done += r as usize;
-    }
-    Ok(())
+    transfer_pieces(pid, &[(remote, len)], local, len, to_remote)
 }
 
 /// Copies the remote pieces `(address, length)` of process `pid`, in order, into `dst`
