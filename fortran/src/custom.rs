@@ -213,6 +213,48 @@ pub unsafe fn error_string(
     }
 }
 
+type GetName = unsafe extern "C" fn(c_int, *mut c_char, *mut c_int) -> c_int;
+type SetName = unsafe extern "C" fn(c_int, *const c_char) -> c_int;
+
+/// COMM_GET_NAME / TYPE_GET_NAME / WIN_GET_NAME: the object's name, blank-padded.
+unsafe fn get_name(
+    get: GetName,
+    obj: *const Fint,
+    name: *mut u8,
+    resultlen: *mut Fint,
+    ierror: *mut Fint,
+    name_len: usize,
+) {
+    // SAFETY: OBJ is the caller's INTEGER handle; C gets a buffer of its maximum size.
+    unsafe {
+        let h = *obj;
+        string_result(
+            C_MAX_OBJECT_NAME,
+            name,
+            name_len,
+            resultlen,
+            ierror,
+            |b, l| get(h, b, l),
+        )
+    }
+}
+
+/// COMM_SET_NAME / TYPE_SET_NAME / WIN_SET_NAME: the name without its trailing blanks.
+unsafe fn set_name(
+    set: SetName,
+    obj: *const Fint,
+    name: *const u8,
+    ierror: *mut Fint,
+    name_len: usize,
+) {
+    let rc = rt::guard(|| {
+        let s = rt::string_in(name, name_len);
+        // SAFETY: OBJ is the caller's INTEGER handle; `s` is NUL-terminated.
+        unsafe { set(*obj, s.as_ptr().cast()) }
+    });
+    rt::set_ierror(ierror, rc);
+}
+
 pub unsafe fn comm_get_name(
     comm: *const Fint,
     name: *mut u8,
@@ -220,16 +262,15 @@ pub unsafe fn comm_get_name(
     ierror: *mut Fint,
     name_len: usize,
 ) {
-    // SAFETY: COMM is the caller's INTEGER; C gets a buffer of its maximum size.
+    // SAFETY: the caller's arguments, passed on.
     unsafe {
-        let comm = *comm;
-        string_result(
-            C_MAX_OBJECT_NAME,
+        get_name(
+            c::PMPI_Comm_get_name,
+            comm,
             name,
-            name_len,
             resultlen,
             ierror,
-            |b, l| c::PMPI_Comm_get_name(comm, b, l),
+            name_len,
         )
     }
 }
@@ -240,12 +281,8 @@ pub unsafe fn comm_set_name(
     ierror: *mut Fint,
     name_len: usize,
 ) {
-    let rc = rt::guard(|| {
-        let s = rt::string_in(name, name_len);
-        // SAFETY: COMM is the caller's INTEGER; `s` is NUL-terminated.
-        unsafe { c::PMPI_Comm_set_name(*comm, s.as_ptr().cast()) }
-    });
-    rt::set_ierror(ierror, rc);
+    // SAFETY: the caller's arguments, passed on.
+    unsafe { set_name(c::PMPI_Comm_set_name, comm, name, ierror, name_len) }
 }
 
 pub unsafe fn win_get_name(
@@ -255,27 +292,13 @@ pub unsafe fn win_get_name(
     ierror: *mut Fint,
     name_len: usize,
 ) {
-    // SAFETY: WIN is the caller's INTEGER; C gets a buffer of its maximum size.
-    unsafe {
-        let win = *win;
-        string_result(
-            C_MAX_OBJECT_NAME,
-            name,
-            name_len,
-            resultlen,
-            ierror,
-            |b, l| c::PMPI_Win_get_name(win, b, l),
-        )
-    }
+    // SAFETY: the caller's arguments, passed on.
+    unsafe { get_name(c::PMPI_Win_get_name, win, name, resultlen, ierror, name_len) }
 }
 
 pub unsafe fn win_set_name(win: *const Fint, name: *const u8, ierror: *mut Fint, name_len: usize) {
-    let rc = rt::guard(|| {
-        let s = rt::string_in(name, name_len);
-        // SAFETY: WIN is the caller's INTEGER; `s` is NUL-terminated.
-        unsafe { c::PMPI_Win_set_name(*win, s.as_ptr().cast()) }
-    });
-    rt::set_ierror(ierror, rc);
+    // SAFETY: the caller's arguments, passed on.
+    unsafe { set_name(c::PMPI_Win_set_name, win, name, ierror, name_len) }
 }
 
 pub unsafe fn type_get_name(
@@ -285,16 +308,15 @@ pub unsafe fn type_get_name(
     ierror: *mut Fint,
     name_len: usize,
 ) {
-    // SAFETY: DATATYPE is the caller's INTEGER; C gets a buffer of its maximum size.
+    // SAFETY: the caller's arguments, passed on.
     unsafe {
-        let datatype = *datatype;
-        string_result(
-            C_MAX_OBJECT_NAME,
+        get_name(
+            c::PMPI_Type_get_name,
+            datatype,
             name,
-            name_len,
             resultlen,
             ierror,
-            |b, l| c::PMPI_Type_get_name(datatype, b, l),
+            name_len,
         )
     }
 }
@@ -305,12 +327,8 @@ pub unsafe fn type_set_name(
     ierror: *mut Fint,
     name_len: usize,
 ) {
-    let rc = rt::guard(|| {
-        let s = rt::string_in(name, name_len);
-        // SAFETY: DATATYPE is the caller's INTEGER; `s` is NUL-terminated.
-        unsafe { c::PMPI_Type_set_name(*datatype, s.as_ptr().cast()) }
-    });
-    rt::set_ierror(ierror, rc);
+    // SAFETY: the caller's arguments, passed on.
+    unsafe { set_name(c::PMPI_Type_set_name, datatype, name, ierror, name_len) }
 }
 
 // Attribute keys created from Fortran. The C library stores the extra state and the
