@@ -145,11 +145,18 @@ thread_local! {
 /// is raised on the communicator of the call that started it (MPI-3.1 section 8.3).
 pub fn raise_on(comm: Option<i32>) {
     if let Some(c) = comm {
+        RAISE_ON_USED.store(true, std::sync::atomic::Ordering::Relaxed);
         RAISE_ON.with(|r| r.set(Some(c)));
     }
 }
 
+/// Whether any thread ever called [`raise_on`] (until then no call has anything to take).
+static RAISE_ON_USED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Takes what [`raise_on`] set during the current call.
 pub fn take_raise_on() -> Option<i32> {
+    if !RAISE_ON_USED.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
     RAISE_ON.with(|r| r.take())
 }

@@ -78,6 +78,8 @@ pub struct Win {
     pub attrs: Attrs,
     info: Mutex<Entries>,
     pub state: Mutex<sync::State>,
+    /// The passive-target epochs of `state`, readable without its mutex.
+    pub open: sync::Open,
     /// What MPI_Win_get_attr points at for the predefined keys.
     size_attr: Box<isize>,
     disp_unit_attr: Box<i32>,
@@ -175,20 +177,66 @@ impl Win {
 
 static TABLE: RwLock<Vec<Option<Arc<Win>>>> = RwLock::new(Vec::new());
 
+thread_local! {
+    /// The window this thread looked up last, while no [`WinRef`] holds it: looking it
+    /// up again takes no lock and no atomic read-modify-write.
+    static LAST: std::cell::Cell<Option<Arc<Win>>> = const { std::cell::Cell::new(None) };
+}
+
+/// A window looked up by its handle: the thread's cached one (given back to the cache
+/// when the reference is dropped) or one from the table.
+pub struct WinRef(Option<Arc<Win>>);
+
+impl std::ops::Deref for WinRef {
+    type Target = Win;
+    fn deref(&self) -> &Win {
+        self.0
+            .as_deref()
+            .expect("a WinRef holds its window until dropped")
+    }
+}
+
+impl WinRef {
+    /// The window as a shared pointer, for what outlives the call.
+    pub fn arc(&self) -> Arc<Win> {
+        self.0
+            .clone()
+            .expect("a WinRef holds its window until dropped")
+    }
+}
+
+impl Drop for WinRef {
+    fn drop(&mut self) {
+        if let Some(w) = self.0.take() {
+            if !w.freed.load(Ordering::Relaxed) {
+                // (a lookup made meanwhile, nested in this one, gives way)
+                let _ = LAST.try_with(|c| c.set(Some(w)));
+            }
+        }
+    }
+}
+
 /// Looks a window handle up; MPI_ERR_WIN names the value otherwise.
-pub fn get(h: i32) -> MpiResult<Arc<Win>> {
+pub fn get(h: i32) -> MpiResult<WinRef> {
+    if let Ok(Some(w)) = LAST.try_with(|c| c.take()) {
+        let freed = w.freed.load(Ordering::Relaxed);
+        if w.handle == h && !freed {
+            return Ok(WinRef(Some(w)));
+        }
+        if !freed {
+            let _ = LAST.try_with(|c| c.set(Some(w)));
+        }
+    }
     let found =
         direct_index(h, OBJ_WIN).and_then(|i| TABLE.read().unwrap().get(i).cloned().flatten());
-    found.ok_or_else(|| {
-        if h == MPI_WIN_NULL {
-            err(MPI_ERR_WIN, "win is MPI_WIN_NULL")
-        } else {
-            err(
-                MPI_ERR_WIN,
-                format!("win={h:#x} is not a window (never created, or freed)"),
-            )
-        }
-    })
+    match found {
+        Some(w) => Ok(WinRef(Some(w))),
+        None if h == MPI_WIN_NULL => Err(err(MPI_ERR_WIN, "win is MPI_WIN_NULL")),
+        None => Err(err(
+            MPI_ERR_WIN,
+            format!("win={h:#x} is not a window (never created, or freed)"),
+        )),
+    }
 }
 
 /// The error handler for an error raised in a call on window `h`: its own, or
@@ -497,6 +545,7 @@ pub fn create(parent: &Arc<Comm>, spec: Spec, info: Entries) -> MpiResult<Arc<Wi
         attrs: Mutex::new(Vec::new()),
         info: Mutex::new(window_info(&info, flavor)),
         state: Mutex::new(sync::State::new(n)),
+        open: sync::Open::new(n),
         size_attr: Box::new(local.size as isize),
         disp_unit_attr: Box::new(local.disp_unit as i32),
         flavor_attr: Box::new(flavor),
@@ -543,8 +592,14 @@ pub fn create_checked(
 }
 
 /// Removes the window from the table and releases its communicator.
-fn release(w: &Arc<Win>) -> MpiResult<()> {
+fn release(w: &Win) -> MpiResult<()> {
     w.freed.store(true, Ordering::Relaxed);
+    // (the cache of this thread lets go of it; another thread's at its next lookup)
+    if let Ok(Some(c)) = LAST.try_with(|c| c.take()) {
+        if !std::ptr::eq(&*c, w) {
+            let _ = LAST.try_with(|l| l.set(Some(c)));
+        }
+    }
     if let Some(i) = direct_index(w.handle, OBJ_WIN) {
         if let Some(slot) = TABLE.write().unwrap().get_mut(i) {
             *slot = None;
@@ -555,9 +610,9 @@ fn release(w: &Arc<Win>) -> MpiResult<()> {
 
 /// MPI_Win_free (collective): every epoch must be closed; the attributes' delete
 /// callbacks run; the memory is released once every member is done with it.
-pub fn free(w: &Arc<Win>) -> MpiResult<()> {
+pub fn free(w: &Win) -> MpiResult<()> {
     sync::check_idle(w, "MPI_Win_free")?;
-    crate::attr::delete_all(&**w)?;
+    crate::attr::delete_all(w)?;
     // (nobody accesses this member's memory any more: every member has arrived here)
     crate::coll::run(&w.comm, crate::coll::barrier(&w.comm))?;
     release(w)

@@ -281,6 +281,189 @@ pub fn get(w: &Win, o: &Buf, tg: &Tgt, call: &str) -> MpiResult<()> {
     Ok(())
 }
 
+/// The target bytes of the lean paths: `len` bytes at `disp` of target `rank`'s window
+/// memory, when that is addressable here, inside a passive-target epoch of this
+/// process and inside the window; None otherwise (the full path then checks and says
+/// what is wrong).
+fn lean_target(w: &Win, rank: i32, disp: i64, len: usize) -> Option<usize> {
+    let t = usize::try_from(rank).ok().filter(|&t| t < w.n())?;
+    let tg = w.targets[t];
+    if w.flavor == MPI_WIN_FLAVOR_DYNAMIC || tg.place != Place::Here || !w.open.to(t) {
+        return None;
+    }
+    let off = usize::try_from(disp).ok()?.checked_mul(tg.disp_unit)?;
+    (off.checked_add(len)? <= tg.size).then(|| tg.base + off)
+}
+
+/// One predefined datatype whose elements are contiguous (size = extent = true
+/// extent), and its element size.
+fn lean_type(dt: i32) -> Option<&'static crate::datatype::predefined::Predef> {
+    crate::datatype::predefined::lookup(dt)
+        .filter(|p| p.size > 0 && p.size == p.extent && p.size == p.true_extent)
+}
+
+/// The lean path of MPI_Put and MPI_Get (and their request forms): the same predefined
+/// contiguous datatype and count on both sides, a target addressable here inside a
+/// passive-target epoch, every argument valid. Moves the data and returns true, or
+/// does nothing and returns false for the full path to handle (and check) the call.
+///
+/// # Safety
+/// `origin` is the MPI caller's buffer of `count` elements of `dt`: readable for a
+/// Put, writable for a Get.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn put_get_lean(
+    w: &Win,
+    get: bool,
+    origin: usize,
+    count: i64,
+    dt: i32,
+    rank: i32,
+    disp: i64,
+    tcount: i64,
+    tdt: i32,
+) -> bool {
+    if dt != tdt || count != tcount || count <= 0 || origin == 0 {
+        return false;
+    }
+    let Some(p) = lean_type(dt) else {
+        return false;
+    };
+    let Some(len) = (count as usize).checked_mul(p.size) else {
+        return false;
+    };
+    let Some(addr) = lean_target(w, rank, disp, len) else {
+        return false;
+    };
+    // SAFETY: `origin` holds `len` bytes (the contract); the target bytes are window
+    // memory addressable here (lean_target). `copy` allows the two to overlap.
+    unsafe {
+        if get {
+            std::ptr::copy(addr as *const u8, origin as *mut u8, len);
+        } else {
+            std::ptr::copy(origin as *const u8, addr as *mut u8, len);
+        }
+    }
+    true
+}
+
+/// The lean path of the accumulate family (MPI_Accumulate, MPI_Get_accumulate,
+/// MPI_Fetch_and_op and their request forms): as [`put_get_lean`], with a predefined
+/// op valid for the type, and a result buffer (`result`: address, count, datatype)
+/// of the same count and type for the fetching ones; origin, result and target
+/// buffers must not overlap. Ok(true) when done, Ok(false) for the full path.
+///
+/// # Safety
+/// `origin` is the MPI caller's buffer of `count` elements of `dt` (unless `op` is
+/// MPI_NO_OP, which ignores it), `result` the caller's writable buffer of its count
+/// and type.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn acc_lean(
+    w: &Win,
+    origin: (usize, i64, i32),
+    result: Option<(usize, i64, i32)>,
+    rank: i32,
+    disp: i64,
+    tcount: i64,
+    tdt: i32,
+    op: i32,
+) -> MpiResult<bool> {
+    let Some(op) = BuiltinOp::from_handle(op) else {
+        return Ok(false);
+    };
+    let no_op = op == BuiltinOp::NoOp;
+    let fits = |(a, c, d): (usize, i64, i32)| a != 0 && c == tcount && d == tdt;
+    if tcount <= 0 || !(no_op && result.is_some() || fits(origin)) || !result.is_none_or(fits) {
+        return Ok(false);
+    }
+    let Some(p) = lean_type(tdt) else {
+        return Ok(false);
+    };
+    let kernel = match op {
+        BuiltinOp::Replace | BuiltinOp::NoOp => None,
+        _ => match crate::op::predefined_kernel(op, p) {
+            Some(k) => Some(k),
+            None => return Ok(false),
+        },
+    };
+    let Some(len) = (tcount as usize).checked_mul(p.size) else {
+        return Ok(false);
+    };
+    let Some(addr) = lean_target(w, rank, disp, len) else {
+        return Ok(false);
+    };
+    let at = |a: usize| (a, a.wrapping_add(len));
+    let (t, o, r) = (at(addr), at(origin.0), result.map(|r| at(r.0)));
+    let clash = |x: Option<(usize, usize)>| x.is_some_and(|x| overlap(x, t));
+    if (!no_op && (overlap(o, t) || r.is_some_and(|r| overlap(r, o)))) || clash(r) {
+        return Ok(false);
+    }
+    sync::with_acc_mutex(w, rank as usize, || {
+        // SAFETY: the target bytes are window memory addressable here (lean_target);
+        // the accumulates of other processes wait for the mutex this closure holds,
+        // and other concurrent access to them is erroneous (MPI 4.1 §12.7). The
+        // origin and result buffers are the caller's (this function's contract),
+        // disjoint from the target bytes and from each other (checked).
+        unsafe {
+            if let Some(r) = r {
+                std::ptr::copy_nonoverlapping(addr as *const u8, r.0 as *mut u8, len);
+            }
+            if !no_op {
+                let inv = mem::view(origin.0, len);
+                match kernel {
+                    Some(k) => k(inv, mem::view_mut(addr, len)),
+                    None => std::ptr::copy_nonoverlapping(inv.as_ptr(), addr as *mut u8, len),
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(true)
+}
+
+/// The lean path of MPI_Compare_and_swap: as [`put_get_lean`] for one element of
+/// predefined `dt` (of at most 16 bytes; the caller checked its type class and the
+/// three addresses). Ok(true) when done, Ok(false) for the full path.
+///
+/// # Safety
+/// `origin` and `compare` are the MPI caller's readable elements of `dt`, `result` its
+/// writable one.
+pub unsafe fn cas_lean(
+    w: &Win,
+    (origin, compare, result): (usize, usize, usize),
+    dt: i32,
+    rank: i32,
+    disp: i64,
+) -> MpiResult<bool> {
+    let Some(p) = lean_type(dt).filter(|p| p.size <= 16) else {
+        return Ok(false);
+    };
+    let n = p.size;
+    let Some(addr) = lean_target(w, rank, disp, n) else {
+        return Ok(false);
+    };
+    let (mut new, mut cmp, mut old) = ([0u8; 16], [0u8; 16], [0u8; 16]);
+    // SAFETY: the caller's elements (this function's contract), copied first: the
+    // result may overlap them.
+    unsafe {
+        new[..n].copy_from_slice(mem::view(origin, n));
+        cmp[..n].copy_from_slice(mem::view(compare, n));
+    }
+    sync::with_acc_mutex(w, rank as usize, || {
+        // SAFETY: the target element is window memory addressable here (lean_target),
+        // under the target's accumulate mutex as in acc_lean.
+        unsafe {
+            mem::copy_out(addr, &mut old[..n]);
+            if old[..n] == cmp[..n] {
+                mem::copy_in(addr, &new[..n]);
+            }
+        }
+        Ok(())
+    })?;
+    // SAFETY: the caller's writable result element (this function's contract).
+    unsafe { mem::copy_in(result, &old[..n]) };
+    Ok(true)
+}
+
 /// The predefined type the accumulate's datatype `t` is made of (`call` and `arg`
 /// name it in errors); None when it holds no data.
 fn basic_of(op: BuiltinOp, t: &TypeRef, arg: &str, call: &str) -> MpiResult<Option<i32>> {

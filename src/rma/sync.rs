@@ -14,7 +14,7 @@
 use super::Win;
 use crate::abi::*;
 use crate::error::{err, MpiResult};
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::task::Poll;
 
 const EXCL: u32 = 1 << 31;
@@ -71,6 +71,31 @@ pub struct State {
     starts_to: Vec<u32>,
     locks: Vec<Lock>,
     lock_all: Option<bool>,
+}
+
+/// The passive-target epochs this process has open on a window (a copy of what
+/// [`State`] knows, kept by the calls that change it), for the checks of the
+/// operations and flushes, which then take no mutex.
+pub struct Open {
+    all: AtomicBool,
+    each: Box<[AtomicBool]>,
+}
+
+impl Open {
+    pub fn new(n: usize) -> Open {
+        Open {
+            all: AtomicBool::new(false),
+            each: (0..n).map(|_| AtomicBool::new(false)).collect(),
+        }
+    }
+    /// Whether a passive-target epoch to target `t` is open.
+    pub fn to(&self, t: usize) -> bool {
+        self.all.load(Ordering::Relaxed) || self.each[t].load(Ordering::Relaxed)
+    }
+    /// Whether any passive-target epoch is open.
+    fn any(&self) -> bool {
+        self.all.load(Ordering::Relaxed) || self.each.iter().any(|e| e.load(Ordering::Relaxed))
+    }
 }
 
 impl State {
@@ -165,6 +190,9 @@ fn state(w: &Win) -> std::sync::MutexGuard<'_, State> {
 /// (waiting for its post in a PSCW epoch); `passive_only` for the request-based
 /// operations, which need a passive-target epoch.
 pub fn access(w: &Win, t: usize, call: &str, passive_only: bool) -> MpiResult<()> {
+    if w.open.to(t) {
+        return Ok(());
+    }
     let mut st = state(w);
     if st.passive(t) {
         return Ok(());
@@ -439,6 +467,7 @@ pub fn lock(w: &Win, lock_type: i32, t: usize, assert: i32) -> MpiResult<()> {
     st.leave_fence("MPI_Win_lock")?;
     if assert & MPI_MODE_NOCHECK != 0 {
         st.locks[t] = Lock::NoCheck;
+        w.open.each[t].store(true, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         return Ok(());
     }
@@ -449,6 +478,7 @@ pub fn lock(w: &Win, lock_type: i32, t: usize, assert: i32) -> MpiResult<()> {
     } else {
         Lock::Shared
     };
+    w.open.each[t].store(true, Ordering::Relaxed);
     Ok(())
 }
 
@@ -463,6 +493,7 @@ pub fn unlock(w: &Win, t: usize) -> MpiResult<()> {
         ));
     }
     st.locks[t] = Lock::None;
+    w.open.each[t].store(false, Ordering::Relaxed);
     drop(st);
     fence(Ordering::SeqCst);
     match l {
@@ -504,6 +535,7 @@ pub fn lock_all(w: &Win, assert: i32) -> MpiResult<()> {
     }
     fence(Ordering::SeqCst);
     state(w).lock_all = Some(nocheck);
+    w.open.all.store(true, Ordering::Relaxed);
     Ok(())
 }
 
@@ -516,6 +548,7 @@ pub fn unlock_all(w: &Win) -> MpiResult<()> {
             "MPI_Win_unlock_all without MPI_Win_lock_all",
         ));
     };
+    w.open.all.store(false, Ordering::Relaxed);
     drop(st);
     fence(Ordering::SeqCst);
     if !nocheck {
@@ -529,10 +562,9 @@ pub fn unlock_all(w: &Win) -> MpiResult<()> {
 /// MPI_Win_flush and its kin: `t` one target, None all. Every operation is complete
 /// already; what is left is ordering memory.
 pub fn flush(w: &Win, t: Option<usize>, call: &str) -> MpiResult<()> {
-    let st = state(w);
     let ok = match t {
-        Some(t) => st.passive(t),
-        None => st.any_lock(),
+        Some(t) => w.open.to(t),
+        None => w.open.any(),
     };
     if !ok {
         return Err(err(

@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// MPI_Aint.
 type Aint = isize;
 
-fn win(h: i32) -> MpiResult<Arc<Win>> {
+fn win(h: i32) -> MpiResult<rma::WinRef> {
     crate::runtime::job()?;
     rma::get(h)
 }
@@ -376,8 +376,25 @@ fn put_get(
     win: i32,
     call: &str,
     passive_only: bool,
-) -> MpiResult<Option<Arc<Win>>> {
+) -> MpiResult<Option<rma::WinRef>> {
     let w = self::win(win)?;
+    // SAFETY: the MPI caller's origin buffer holds `origin_count` elements of
+    // `origin_datatype`, writable for a Get.
+    if unsafe {
+        ops::put_get_lean(
+            &w,
+            get,
+            origin_addr as usize,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+        )
+    } {
+        return Ok(Some(w));
+    }
     let o = buf(
         origin_addr,
         origin_count,
@@ -441,8 +458,25 @@ fn acc(
     win: i32,
     call: &str,
     passive_only: bool,
-) -> MpiResult<Arc<Win>> {
+) -> MpiResult<rma::WinRef> {
     let w = self::win(win)?;
+    let raw = |(a, c, d): (*const c_void, i64, i32)| (a as usize, c, d);
+    // SAFETY: the MPI caller's buffers: `origin` holds its count of its datatype,
+    // `result` is writable for its count of its datatype.
+    if unsafe {
+        ops::acc_lean(
+            &w,
+            raw(origin),
+            result.map(|(a, c, d)| raw((a, c, d))),
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+        )?
+    } {
+        return Ok(w);
+    }
     let op = acc_op(op)?;
     // (MPI_NO_OP ignores the origin buffer: its arguments need not be valid)
     let o = if op == BuiltinOp::NoOp && result.is_some() {
@@ -528,7 +562,9 @@ fn one_element_type(dt: i32) -> MpiResult<crate::datatype::TypeRef> {
 mpi_entry!(MPI_Fetch_and_op, PMPI_Fetch_and_op,
     (origin_addr: *const c_void, result_addr: *mut c_void, datatype: i32, target_rank: c_int,
      target_disp: Aint, op: i32, win: i32), errcomm = win, {
-    one_element_type(datatype)?;
+    if crate::datatype::predefined::lookup(datatype).is_none() {
+        one_element_type(datatype)?;
+    }
     acc((origin_addr, 1, datatype), Some((result_addr, 1, datatype)), target_rank, target_disp as i64, 1,
         datatype, op, win, "MPI_Fetch_and_op", false).map(|_| ())
 });
@@ -537,10 +573,17 @@ mpi_entry!(MPI_Compare_and_swap, PMPI_Compare_and_swap,
     (origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: i32,
      target_rank: c_int, target_disp: Aint, win: i32), errcomm = win, {
     let w = self::win(win)?;
-    let t = one_element_type(datatype)?;
     let class = crate::datatype::predefined::lookup(datatype).map(|p| p.class);
     use crate::datatype::predefined::TypeClass as C;
-    if !matches!(class, Some(C::CInteger | C::FortranInteger | C::Logical | C::Byte)) {
+    let allowed = matches!(class, Some(C::CInteger | C::FortranInteger | C::Logical | C::Byte));
+    let addrs = (origin_addr as usize, compare_addr as usize, result_addr as usize);
+    // SAFETY: the MPI caller's elements of `datatype`, the result one writable.
+    if allowed && addrs.0 != 0 && addrs.1 != 0 && addrs.2 != 0
+        && unsafe { ops::cas_lean(&w, addrs, datatype, target_rank, target_disp as i64)? } {
+        return Ok(());
+    }
+    let t = one_element_type(datatype)?;
+    if !allowed {
         return Err(err(
             MPI_ERR_TYPE,
             format!("datatype={datatype:#x} is not of a type class MPI_Compare_and_swap allows (C integer, Fortran integer, logical, byte)"),
