@@ -216,6 +216,23 @@ impl Drop for WinRef {
     }
 }
 
+/// Runs `f` on window `h` when it is the one this thread looked up last (no lock, no
+/// reference count: the fast paths of the communication and synchronisation calls);
+/// false when it is not, or when `f` says so.
+pub fn with_cached(h: i32, f: impl FnOnce(&Win) -> bool) -> bool {
+    LAST.try_with(|c| {
+        let Some(w) = c.take() else {
+            return false;
+        };
+        let done = w.handle == h && !w.freed.load(Ordering::Relaxed) && f(&w);
+        if !w.freed.load(Ordering::Relaxed) {
+            c.set(Some(w));
+        }
+        done
+    })
+    .unwrap_or(false)
+}
+
 /// Looks a window handle up; MPI_ERR_WIN names the value otherwise.
 pub fn get(h: i32) -> MpiResult<WinRef> {
     if let Ok(Some(w)) = LAST.try_with(|c| c.take()) {

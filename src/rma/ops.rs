@@ -334,13 +334,16 @@ pub unsafe fn put_get_lean(
     let Some(addr) = lean_target(w, rank, disp, len) else {
         return false;
     };
+    let (from, to) = if get { (addr, origin) } else { (origin, addr) };
     // SAFETY: `origin` holds `len` bytes (the contract); the target bytes are window
-    // memory addressable here (lean_target). `copy` allows the two to overlap.
+    // memory addressable here (lean_target). Both copies allow the two to overlap
+    // (the 8-byte one reads before it writes).
     unsafe {
-        if get {
-            std::ptr::copy(addr as *const u8, origin as *mut u8, len);
+        if len == 8 {
+            let v = std::ptr::read_unaligned(from as *const u64);
+            std::ptr::write_unaligned(to as *mut u64, v);
         } else {
-            std::ptr::copy(origin as *const u8, addr as *mut u8, len);
+            std::ptr::copy(from as *const u8, to as *mut u8, len);
         }
     }
     true
@@ -350,7 +353,8 @@ pub unsafe fn put_get_lean(
 /// MPI_Fetch_and_op and their request forms): as [`put_get_lean`], with a predefined
 /// op valid for the type, and a result buffer (`result`: address, count, datatype)
 /// of the same count and type for the fetching ones; origin, result and target
-/// buffers must not overlap. Ok(true) when done, Ok(false) for the full path.
+/// buffers must not overlap, and the target's accumulate mutex free within a few
+/// spins. True when done, false (nothing done) for the full path.
 ///
 /// # Safety
 /// `origin` is the MPI caller's buffer of `count` elements of `dt` (unless `op` is
@@ -366,38 +370,38 @@ pub unsafe fn acc_lean(
     tcount: i64,
     tdt: i32,
     op: i32,
-) -> MpiResult<bool> {
+) -> bool {
     let Some(op) = BuiltinOp::from_handle(op) else {
-        return Ok(false);
+        return false;
     };
     let no_op = op == BuiltinOp::NoOp;
     let fits = |(a, c, d): (usize, i64, i32)| a != 0 && c == tcount && d == tdt;
     if tcount <= 0 || !(no_op && result.is_some() || fits(origin)) || !result.is_none_or(fits) {
-        return Ok(false);
+        return false;
     }
     let Some(p) = lean_type(tdt) else {
-        return Ok(false);
+        return false;
     };
     let kernel = match op {
         BuiltinOp::Replace | BuiltinOp::NoOp => None,
         _ => match crate::op::predefined_kernel(op, p) {
             Some(k) => Some(k),
-            None => return Ok(false),
+            None => return false,
         },
     };
     let Some(len) = (tcount as usize).checked_mul(p.size) else {
-        return Ok(false);
+        return false;
     };
     let Some(addr) = lean_target(w, rank, disp, len) else {
-        return Ok(false);
+        return false;
     };
     let at = |a: usize| (a, a.wrapping_add(len));
     let (t, o, r) = (at(addr), at(origin.0), result.map(|r| at(r.0)));
     let clash = |x: Option<(usize, usize)>| x.is_some_and(|x| overlap(x, t));
     if (!no_op && (overlap(o, t) || r.is_some_and(|r| overlap(r, o)))) || clash(r) {
-        return Ok(false);
+        return false;
     }
-    sync::with_acc_mutex(w, rank as usize, || {
+    sync::try_acc_mutex(w, rank as usize, || {
         // SAFETY: the target bytes are window memory addressable here (lean_target);
         // the accumulates of other processes wait for the mutex this closure holds,
         // and other concurrent access to them is erroneous (MPI 4.1 §12.7). The
@@ -415,14 +419,14 @@ pub unsafe fn acc_lean(
                 }
             }
         }
-        Ok(())
-    })?;
-    Ok(true)
+    })
+    .is_some()
 }
 
 /// The lean path of MPI_Compare_and_swap: as [`put_get_lean`] for one element of
 /// predefined `dt` (of at most 16 bytes; the caller checked its type class and the
-/// three addresses). Ok(true) when done, Ok(false) for the full path.
+/// three addresses) and a free accumulate mutex as in [`acc_lean`]. True when done,
+/// false (nothing done) for the full path.
 ///
 /// # Safety
 /// `origin` and `compare` are the MPI caller's readable elements of `dt`, `result` its
@@ -433,13 +437,13 @@ pub unsafe fn cas_lean(
     dt: i32,
     rank: i32,
     disp: i64,
-) -> MpiResult<bool> {
+) -> bool {
     let Some(p) = lean_type(dt).filter(|p| p.size <= 16) else {
-        return Ok(false);
+        return false;
     };
     let n = p.size;
     let Some(addr) = lean_target(w, rank, disp, n) else {
-        return Ok(false);
+        return false;
     };
     let (mut new, mut cmp, mut old) = ([0u8; 16], [0u8; 16], [0u8; 16]);
     // SAFETY: the caller's elements (this function's contract), copied first: the
@@ -448,7 +452,7 @@ pub unsafe fn cas_lean(
         new[..n].copy_from_slice(mem::view(origin, n));
         cmp[..n].copy_from_slice(mem::view(compare, n));
     }
-    sync::with_acc_mutex(w, rank as usize, || {
+    let done = sync::try_acc_mutex(w, rank as usize, || {
         // SAFETY: the target element is window memory addressable here (lean_target),
         // under the target's accumulate mutex as in acc_lean.
         unsafe {
@@ -457,11 +461,13 @@ pub unsafe fn cas_lean(
                 mem::copy_in(addr, &new[..n]);
             }
         }
-        Ok(())
-    })?;
+    });
+    if done.is_none() {
+        return false;
+    }
     // SAFETY: the caller's writable result element (this function's contract).
     unsafe { mem::copy_in(result, &old[..n]) };
-    Ok(true)
+    true
 }
 
 /// The predefined type the accumulate's datatype `t` is made of (`call` and `arg`

@@ -391,22 +391,24 @@ pub fn wait(w: &Win, block: bool, call: &str) -> MpiResult<bool> {
     Ok(true)
 }
 
-fn take_word(w: &Win, t: usize, exclusive: bool) -> MpiResult<()> {
+/// One attempt at taking target `t`'s lock word: shared or exclusive.
+fn try_take_word(w: &Win, t: usize, exclusive: bool) -> bool {
     let word = w.lock_word(t);
-    let try_take = || {
-        let cur = word.load(Ordering::Relaxed);
-        if exclusive {
-            cur == 0
-                && word
-                    .compare_exchange(0, EXCL, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-        } else {
-            cur & EXCL == 0
-                && word
-                    .compare_exchange(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-        }
-    };
+    let cur = word.load(Ordering::Relaxed);
+    if exclusive {
+        cur == 0
+            && word
+                .compare_exchange(0, EXCL, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    } else {
+        cur & EXCL == 0
+            && word
+                .compare_exchange(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+}
+
+fn take_word(w: &Win, t: usize, exclusive: bool) -> MpiResult<()> {
     let kind = if exclusive {
         "an exclusive"
     } else {
@@ -415,7 +417,7 @@ fn take_word(w: &Win, t: usize, exclusive: bool) -> MpiResult<()> {
     wait_for(
         w,
         || format!("{kind} lock of rank {t}"),
-        try_take,
+        || try_take_word(w, t, exclusive),
         Some(w.lock_waiters(t)),
     )
 }
@@ -432,20 +434,20 @@ fn give_word(w: &Win, t: usize, exclusive: bool) {
     }
 }
 
-/// MPI_Win_lock.
-pub fn lock(w: &Win, lock_type: i32, t: usize, assert: i32) -> MpiResult<()> {
-    let exclusive = match lock_type {
-        MPI_LOCK_EXCLUSIVE => true,
-        MPI_LOCK_SHARED => false,
-        _ => {
-            return Err(err(
-                MPI_ERR_LOCKTYPE,
-                format!("lock_type={lock_type} is neither MPI_LOCK_EXCLUSIVE nor MPI_LOCK_SHARED"),
-            ))
-        }
-    };
-    check_assert(assert, LOCK_ASSERTS)?;
-    let mut st = state(w);
+/// MPI_Win_lock's lock type: whether it is exclusive.
+fn exclusive(lock_type: i32) -> MpiResult<bool> {
+    match lock_type {
+        MPI_LOCK_EXCLUSIVE => Ok(true),
+        MPI_LOCK_SHARED => Ok(false),
+        _ => Err(err(
+            MPI_ERR_LOCKTYPE,
+            format!("lock_type={lock_type} is neither MPI_LOCK_EXCLUSIVE nor MPI_LOCK_SHARED"),
+        )),
+    }
+}
+
+/// Whether this process may open a lock epoch to `t` now (closing an unused fence epoch).
+fn may_lock(st: &mut State, t: usize) -> MpiResult<()> {
     if st.lock_all.is_some() {
         return Err(err(
             MPI_ERR_RMA_SYNC,
@@ -464,22 +466,66 @@ pub fn lock(w: &Win, lock_type: i32, t: usize, assert: i32) -> MpiResult<()> {
             format!("MPI_Win_lock of rank {t} inside a PSCW access epoch (MPI_Win_start)"),
         ));
     }
-    st.leave_fence("MPI_Win_lock")?;
+    st.leave_fence("MPI_Win_lock")
+}
+
+/// Records the lock epoch to `t` this process opened.
+fn locked(w: &Win, st: &mut State, t: usize, l: Lock) {
+    st.locks[t] = l;
+    w.open.each[t].store(true, Ordering::Relaxed);
+}
+
+/// MPI_Win_lock.
+pub fn lock(w: &Win, lock_type: i32, t: usize, assert: i32) -> MpiResult<()> {
+    let exclusive = exclusive(lock_type)?;
+    check_assert(assert, LOCK_ASSERTS)?;
+    let mut st = state(w);
+    may_lock(&mut st, t)?;
     if assert & MPI_MODE_NOCHECK != 0 {
-        st.locks[t] = Lock::NoCheck;
-        w.open.each[t].store(true, Ordering::Relaxed);
+        locked(w, &mut st, t, Lock::NoCheck);
         fence(Ordering::SeqCst);
         return Ok(());
     }
     drop(st);
     take_word(w, t, exclusive)?;
-    state(w).locks[t] = if exclusive {
+    let l = if exclusive {
         Lock::Exclusive
     } else {
         Lock::Shared
     };
-    w.open.each[t].store(true, Ordering::Relaxed);
+    locked(w, &mut state(w), t, l);
     Ok(())
+}
+
+/// MPI_Win_lock when it needs no wait and no error: true when the lock is taken,
+/// false (nothing done) for [`lock`] to wait or to say what is wrong.
+pub fn lock_fast(w: &Win, lock_type: i32, t: usize, assert: i32) -> bool {
+    let Ok(exclusive) = exclusive(lock_type) else {
+        return false;
+    };
+    if assert & !LOCK_ASSERTS != 0 {
+        return false;
+    }
+    let mut st = state(w);
+    if may_lock(&mut st, t).is_err() {
+        return false;
+    }
+    let l = if assert & MPI_MODE_NOCHECK != 0 {
+        Lock::NoCheck
+    } else if try_take_word(w, t, exclusive) {
+        if exclusive {
+            Lock::Exclusive
+        } else {
+            Lock::Shared
+        }
+    } else {
+        return false;
+    };
+    locked(w, &mut st, t, l);
+    if l == Lock::NoCheck {
+        fence(Ordering::SeqCst);
+    }
+    true
 }
 
 /// MPI_Win_unlock.
@@ -495,11 +541,11 @@ pub fn unlock(w: &Win, t: usize) -> MpiResult<()> {
     st.locks[t] = Lock::None;
     w.open.each[t].store(false, Ordering::Relaxed);
     drop(st);
-    fence(Ordering::SeqCst);
+    // (giving the word back is a release, which orders this epoch's accesses)
     match l {
         Lock::Exclusive => give_word(w, t, true),
         Lock::Shared => give_word(w, t, false),
-        _ => {}
+        _ => fence(Ordering::SeqCst),
     }
     Ok(())
 }
@@ -562,11 +608,7 @@ pub fn unlock_all(w: &Win) -> MpiResult<()> {
 /// MPI_Win_flush and its kin: `t` one target, None all. Every operation is complete
 /// already; what is left is ordering memory.
 pub fn flush(w: &Win, t: Option<usize>, call: &str) -> MpiResult<()> {
-    let ok = match t {
-        Some(t) => w.open.to(t),
-        None => w.open.any(),
-    };
-    if !ok {
+    if !flush_fast(w, t) {
         return Err(err(
             MPI_ERR_RMA_SYNC,
             match t {
@@ -575,8 +617,19 @@ pub fn flush(w: &Win, t: Option<usize>, call: &str) -> MpiResult<()> {
             },
         ));
     }
-    fence(Ordering::SeqCst);
     Ok(())
+}
+
+/// [`flush`] when it is right: whether the epoch is open (memory then ordered).
+pub fn flush_fast(w: &Win, t: Option<usize>) -> bool {
+    let ok = match t {
+        Some(t) => w.open.to(t),
+        None => w.open.any(),
+    };
+    if ok {
+        fence(Ordering::SeqCst);
+    }
+    ok
 }
 
 /// MPI_Win_sync: the public and private copies are one (MPI_WIN_UNIFIED); a full fence
@@ -607,20 +660,8 @@ pub fn check_idle(w: &Win, call: &str) -> MpiResult<()> {
 /// Takes the accumulate mutex of target `t`'s memory for the duration of `f`: every
 /// accumulate-family operation on it is atomic with respect to the others.
 pub fn with_acc_mutex<T>(w: &Win, t: usize, f: impl FnOnce() -> MpiResult<T>) -> MpiResult<T> {
-    let word = w.acc_word(t);
-    let mut spins = 0u32;
-    loop {
-        if word
-            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
-            break;
-        }
-        spins += 1;
-        if spins < 64 {
-            std::hint::spin_loop();
-            continue;
-        }
+    if !spin_acc_mutex(w, t) {
+        let word = w.acc_word(t);
         wait_for(
             w,
             || format!("the accumulate lock of rank {t}"),
@@ -632,12 +673,41 @@ pub fn with_acc_mutex<T>(w: &Win, t: usize, f: impl FnOnce() -> MpiResult<T>) ->
             },
             Some(w.acc_waiters(t)),
         )?;
-        break;
     }
     let r = f();
-    word.store(0, Ordering::SeqCst);
+    give_acc_mutex(w, t);
+    r
+}
+
+/// [`with_acc_mutex`] when the mutex is free within a few spins: Some of what `f`
+/// returns, or None (`f` not run) when another process holds it.
+pub fn try_acc_mutex<T>(w: &Win, t: usize, f: impl FnOnce() -> T) -> Option<T> {
+    if !spin_acc_mutex(w, t) {
+        return None;
+    }
+    let r = f();
+    give_acc_mutex(w, t);
+    Some(r)
+}
+
+/// A few attempts at target `t`'s accumulate mutex: whether it is taken.
+fn spin_acc_mutex(w: &Win, t: usize) -> bool {
+    let word = w.acc_word(t);
+    for _ in 0..64 {
+        if word
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            return true;
+        }
+        std::hint::spin_loop();
+    }
+    false
+}
+
+fn give_acc_mutex(w: &Win, t: usize) {
+    w.acc_word(t).store(0, Ordering::SeqCst);
     if w.acc_waiters(t).load(Ordering::SeqCst) > 0 {
         wake_all(w);
     }
-    r
 }

@@ -20,6 +20,18 @@ fn win(h: i32) -> MpiResult<rma::WinRef> {
     rma::get(h)
 }
 
+/// The fast paths of the calls that need no wait: `f` on window `h` when the library
+/// is initialised and `h` is the window this thread used last; false (`f` did
+/// nothing) sends the call to its full path, which checks and names what is wrong.
+fn fast(h: i32, f: impl FnOnce(&Win) -> bool) -> bool {
+    crate::runtime::state() == crate::runtime::INITIALIZED && rma::with_cached(h, f)
+}
+
+/// A target rank of the fast paths: in the window (not MPI_PROC_NULL).
+fn fast_rank(w: &Win, rank: c_int) -> Option<usize> {
+    usize::try_from(rank).ok().filter(|&r| r < w.n())
+}
+
 /// The window handle a `MPI_Win *` argument holds, for the error handler (MPI_WIN_NULL
 /// when the pointer is NULL).
 fn win_at(p: *const i32) -> i32 {
@@ -378,23 +390,6 @@ fn put_get(
     passive_only: bool,
 ) -> MpiResult<Option<rma::WinRef>> {
     let w = self::win(win)?;
-    // SAFETY: the MPI caller's origin buffer holds `origin_count` elements of
-    // `origin_datatype`, writable for a Get.
-    if unsafe {
-        ops::put_get_lean(
-            &w,
-            get,
-            origin_addr as usize,
-            origin_count,
-            origin_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-        )
-    } {
-        return Ok(Some(w));
-    }
     let o = buf(
         origin_addr,
         origin_count,
@@ -418,14 +413,21 @@ fn put_get(
 
 counted!(MPI_Put, PMPI_Put, MPI_Put_c, PMPI_Put_c,
     (origin_addr: *const c_void, origin_count: Count, origin_datatype: i32, target_rank: c_int,
-     target_disp: Aint, target_count: Count, target_datatype: i32, win: i32), errcomm = win, {
+     target_disp: Aint, target_count: Count, target_datatype: i32, win: i32), errcomm = win,
+    // SAFETY: the MPI caller's origin buffer holds origin_count elements of origin_datatype.
+    fast = { fast(win, |w| unsafe { ops::put_get_lean(w, false, origin_addr as usize, origin_count as i64,
+        origin_datatype, target_rank, target_disp as i64, target_count as i64, target_datatype) }) }, {
     put_get(false, origin_addr, origin_count as i64, origin_datatype, target_rank, target_disp as i64,
             target_count as i64, target_datatype, win, NAME, false).map(|_| ())
 });
 
 counted!(MPI_Get, PMPI_Get, MPI_Get_c, PMPI_Get_c,
     (origin_addr: *mut c_void, origin_count: Count, origin_datatype: i32, target_rank: c_int,
-     target_disp: Aint, target_count: Count, target_datatype: i32, win: i32), errcomm = win, {
+     target_disp: Aint, target_count: Count, target_datatype: i32, win: i32), errcomm = win,
+    // SAFETY: the MPI caller's origin buffer is writable for origin_count elements of
+    // origin_datatype.
+    fast = { fast(win, |w| unsafe { ops::put_get_lean(w, true, origin_addr as usize, origin_count as i64,
+        origin_datatype, target_rank, target_disp as i64, target_count as i64, target_datatype) }) }, {
     put_get(true, origin_addr, origin_count as i64, origin_datatype, target_rank, target_disp as i64,
             target_count as i64, target_datatype, win, NAME, false).map(|_| ())
 });
@@ -460,23 +462,6 @@ fn acc(
     passive_only: bool,
 ) -> MpiResult<rma::WinRef> {
     let w = self::win(win)?;
-    let raw = |(a, c, d): (*const c_void, i64, i32)| (a as usize, c, d);
-    // SAFETY: the MPI caller's buffers: `origin` holds its count of its datatype,
-    // `result` is writable for its count of its datatype.
-    if unsafe {
-        ops::acc_lean(
-            &w,
-            raw(origin),
-            result.map(|(a, c, d)| raw((a, c, d))),
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            op,
-        )?
-    } {
-        return Ok(w);
-    }
     let op = acc_op(op)?;
     // (MPI_NO_OP ignores the origin buffer: its arguments need not be valid)
     let o = if op == BuiltinOp::NoOp && result.is_some() {
@@ -517,7 +502,10 @@ fn acc(
 
 counted!(MPI_Accumulate, PMPI_Accumulate, MPI_Accumulate_c, PMPI_Accumulate_c,
     (origin_addr: *const c_void, origin_count: Count, origin_datatype: i32, target_rank: c_int,
-     target_disp: Aint, target_count: Count, target_datatype: i32, op: i32, win: i32), errcomm = win, {
+     target_disp: Aint, target_count: Count, target_datatype: i32, op: i32, win: i32), errcomm = win,
+    // SAFETY: the MPI caller's origin buffer holds origin_count elements of origin_datatype.
+    fast = { fast(win, |w| unsafe { ops::acc_lean(w, (origin_addr as usize, origin_count as i64, origin_datatype),
+        None, target_rank, target_disp as i64, target_count as i64, target_datatype, op) }) }, {
     acc((origin_addr, origin_count as i64, origin_datatype), None, target_rank, target_disp as i64,
         target_count as i64, target_datatype, op, win, NAME, false).map(|_| ())
 });
@@ -533,7 +521,12 @@ counted!(MPI_Raccumulate, PMPI_Raccumulate, MPI_Raccumulate_c, PMPI_Raccumulate_
 counted!(MPI_Get_accumulate, PMPI_Get_accumulate, MPI_Get_accumulate_c, PMPI_Get_accumulate_c,
     (origin_addr: *const c_void, origin_count: Count, origin_datatype: i32, result_addr: *mut c_void,
      result_count: Count, result_datatype: i32, target_rank: c_int, target_disp: Aint, target_count: Count,
-     target_datatype: i32, op: i32, win: i32), errcomm = win, {
+     target_datatype: i32, op: i32, win: i32), errcomm = win,
+    // SAFETY: the MPI caller's buffers: origin holds its count of its datatype, result
+    // is writable for its count of its datatype.
+    fast = { fast(win, |w| unsafe { ops::acc_lean(w, (origin_addr as usize, origin_count as i64, origin_datatype),
+        Some((result_addr as usize, result_count as i64, result_datatype)), target_rank, target_disp as i64,
+        target_count as i64, target_datatype, op) }) }, {
     acc((origin_addr, origin_count as i64, origin_datatype), Some((result_addr, result_count as i64, result_datatype)),
         target_rank, target_disp as i64, target_count as i64, target_datatype, op, win, NAME, false).map(|_| ())
 });
@@ -561,7 +554,11 @@ fn one_element_type(dt: i32) -> MpiResult<crate::datatype::TypeRef> {
 
 mpi_entry!(MPI_Fetch_and_op, PMPI_Fetch_and_op,
     (origin_addr: *const c_void, result_addr: *mut c_void, datatype: i32, target_rank: c_int,
-     target_disp: Aint, op: i32, win: i32), errcomm = win, {
+     target_disp: Aint, op: i32, win: i32), errcomm = win,
+    // SAFETY: the MPI caller's element of datatype at origin_addr, its writable one at
+    // result_addr.
+    fast = { fast(win, |w| unsafe { ops::acc_lean(w, (origin_addr as usize, 1, datatype),
+        Some((result_addr as usize, 1, datatype)), target_rank, target_disp as i64, 1, datatype, op) }) }, {
     if crate::datatype::predefined::lookup(datatype).is_none() {
         one_element_type(datatype)?;
     }
@@ -569,19 +566,27 @@ mpi_entry!(MPI_Fetch_and_op, PMPI_Fetch_and_op,
         datatype, op, win, "MPI_Fetch_and_op", false).map(|_| ())
 });
 
+/// The type classes MPI_Compare_and_swap allows.
+fn cas_class(datatype: i32) -> bool {
+    use crate::datatype::predefined::TypeClass as C;
+    let class = crate::datatype::predefined::lookup(datatype).map(|p| p.class);
+    matches!(
+        class,
+        Some(C::CInteger | C::FortranInteger | C::Logical | C::Byte)
+    )
+}
+
 mpi_entry!(MPI_Compare_and_swap, PMPI_Compare_and_swap,
     (origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: i32,
-     target_rank: c_int, target_disp: Aint, win: i32), errcomm = win, {
+     target_rank: c_int, target_disp: Aint, win: i32), errcomm = win,
+    fast = {
+        let addrs = (origin_addr as usize, compare_addr as usize, result_addr as usize);
+        cas_class(datatype) && addrs.0 != 0 && addrs.1 != 0 && addrs.2 != 0
+            // SAFETY: the MPI caller's elements of datatype, the result one writable.
+            && fast(win, |w| unsafe { ops::cas_lean(w, addrs, datatype, target_rank, target_disp as i64) })
+    }, {
     let w = self::win(win)?;
-    let class = crate::datatype::predefined::lookup(datatype).map(|p| p.class);
-    use crate::datatype::predefined::TypeClass as C;
-    let allowed = matches!(class, Some(C::CInteger | C::FortranInteger | C::Logical | C::Byte));
-    let addrs = (origin_addr as usize, compare_addr as usize, result_addr as usize);
-    // SAFETY: the MPI caller's elements of `datatype`, the result one writable.
-    if allowed && addrs.0 != 0 && addrs.1 != 0 && addrs.2 != 0
-        && unsafe { ops::cas_lean(&w, addrs, datatype, target_rank, target_disp as i64)? } {
-        return Ok(());
-    }
+    let allowed = cas_class(datatype);
     let t = one_element_type(datatype)?;
     if !allowed {
         return Err(err(
@@ -657,7 +662,8 @@ fn lock_rank(w: &Win, rank: c_int) -> MpiResult<Option<usize>> {
     Ok(Some(rank as usize))
 }
 
-mpi_entry!(MPI_Win_lock, PMPI_Win_lock, (lock_type: c_int, rank: c_int, assert: c_int, win: i32), errcomm = win, {
+mpi_entry!(MPI_Win_lock, PMPI_Win_lock, (lock_type: c_int, rank: c_int, assert: c_int, win: i32), errcomm = win,
+    fast = { fast(win, |w| fast_rank(w, rank).is_some_and(|r| sync::lock_fast(w, lock_type, r, assert))) }, {
     let w = self::win(win)?;
     match lock_rank(&w, rank)? {
         Some(r) => sync::lock(&w, lock_type, r, assert),
@@ -665,7 +671,8 @@ mpi_entry!(MPI_Win_lock, PMPI_Win_lock, (lock_type: c_int, rank: c_int, assert: 
     }
 });
 
-mpi_entry!(MPI_Win_unlock, PMPI_Win_unlock, (rank: c_int, win: i32), errcomm = win, {
+mpi_entry!(MPI_Win_unlock, PMPI_Win_unlock, (rank: c_int, win: i32), errcomm = win,
+    fast = { fast(win, |w| fast_rank(w, rank).is_some_and(|r| sync::unlock(w, r).is_ok())) }, {
     let w = self::win(win)?;
     match lock_rank(&w, rank)? {
         Some(r) => sync::unlock(&w, r),
@@ -677,7 +684,8 @@ mpi_entry!(MPI_Win_lock_all, PMPI_Win_lock_all, (assert: c_int, win: i32), errco
     sync::lock_all(&*self::win(win)?, assert)
 });
 
-mpi_entry!(MPI_Win_unlock_all, PMPI_Win_unlock_all, (win: i32), errcomm = win, {
+mpi_entry!(MPI_Win_unlock_all, PMPI_Win_unlock_all, (win: i32), errcomm = win,
+    fast = { fast(win, |w| sync::unlock_all(w).is_ok()) }, {
     sync::unlock_all(&*self::win(win)?)
 });
 
@@ -689,22 +697,27 @@ fn flush_one(rank: c_int, win: i32, call: &str) -> MpiResult<()> {
     }
 }
 
-mpi_entry!(MPI_Win_flush, PMPI_Win_flush, (rank: c_int, win: i32), errcomm = win, {
+mpi_entry!(MPI_Win_flush, PMPI_Win_flush, (rank: c_int, win: i32), errcomm = win,
+    fast = { fast(win, |w| fast_rank(w, rank).is_some_and(|r| sync::flush_fast(w, Some(r)))) }, {
     flush_one(rank, win, "MPI_Win_flush")
 });
 
-mpi_entry!(MPI_Win_flush_local, PMPI_Win_flush_local, (rank: c_int, win: i32), errcomm = win, {
+mpi_entry!(MPI_Win_flush_local, PMPI_Win_flush_local, (rank: c_int, win: i32), errcomm = win,
+    fast = { fast(win, |w| fast_rank(w, rank).is_some_and(|r| sync::flush_fast(w, Some(r)))) }, {
     flush_one(rank, win, "MPI_Win_flush_local")
 });
 
-mpi_entry!(MPI_Win_flush_all, PMPI_Win_flush_all, (win: i32), errcomm = win, {
+mpi_entry!(MPI_Win_flush_all, PMPI_Win_flush_all, (win: i32), errcomm = win,
+    fast = { fast(win, |w| sync::flush_fast(w, None)) }, {
     sync::flush(&*self::win(win)?, None, "MPI_Win_flush_all")
 });
 
-mpi_entry!(MPI_Win_flush_local_all, PMPI_Win_flush_local_all, (win: i32), errcomm = win, {
+mpi_entry!(MPI_Win_flush_local_all, PMPI_Win_flush_local_all, (win: i32), errcomm = win,
+    fast = { fast(win, |w| sync::flush_fast(w, None)) }, {
     sync::flush(&*self::win(win)?, None, "MPI_Win_flush_local_all")
 });
 
-mpi_entry!(MPI_Win_sync, PMPI_Win_sync, (win: i32), errcomm = win, {
+mpi_entry!(MPI_Win_sync, PMPI_Win_sync, (win: i32), errcomm = win,
+    fast = { fast(win, |w| sync::win_sync(w).is_ok()) }, {
     sync::win_sync(&*self::win(win)?)
 });
