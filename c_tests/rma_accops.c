@@ -48,6 +48,7 @@
  * compares those as signed (MPI_MAX of 5 and 0xfffffff0 as MPI_UNSIGNED leaves 5,
  * while its MPI_Allreduce gives 0xfffffff0), so runs on MPICH's library go without. */
 #include <complex.h>
+#include <float.h>
 #include <stddef.h>
 
 #include "rma_common.h"
@@ -429,12 +430,16 @@ static void show(int t, const char *p, char *out, size_t n) {
 /* ---- the value each process contributes ---- */
 
 /* A long double written with zeros in its padding (x87: 6 of its 16 bytes), so that
- * the origin buffers the oracle builds are the same each time. */
+ * the origin buffers the oracle builds are the same each time. (Storing into a zeroed
+ * union would not do: a store leaves the padding bytes unspecified, and compilers
+ * drop the zeroing.) */
 static void store_ld(char *p, long double v) {
-    union { long double x; unsigned char b[sizeof(long double)]; } u;
-    memset(&u, 0, sizeof u);
-    u.x = v;
-    memcpy(p, u.b, sizeof u.b);
+    unsigned char b[sizeof(long double)];
+    memcpy(b, &v, sizeof b);
+#if LDBL_MANT_DIG == 64
+    memset(b + 10, 0, sizeof b - 10);
+#endif
+    memcpy(p, b, sizeof b);
 }
 
 /* Stores the small integer v (and w: the imaginary part or the index) as an element of

@@ -14,7 +14,7 @@
 use super::Win;
 use crate::abi::*;
 use crate::error::{err, MpiResult};
-use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU8, Ordering};
 use std::task::Poll;
 
 const EXCL: u32 = 1 << 31;
@@ -49,13 +49,37 @@ enum Fence {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
 enum Lock {
-    None,
-    Shared,
-    Exclusive,
+    None = 0,
+    Shared = 1,
+    Exclusive = 2,
     /// Taken with MPI_MODE_NOCHECK: no lock word was touched.
-    NoCheck,
+    NoCheck = 3,
+    /// Being taken (the lock word is not ours yet).
+    Pending = 4,
 }
+
+impl Lock {
+    fn of(v: u8) -> Lock {
+        match v {
+            1 => Lock::Shared,
+            2 => Lock::Exclusive,
+            3 => Lock::NoCheck,
+            4 => Lock::Pending,
+            _ => Lock::None,
+        }
+    }
+    /// Whether it is an open epoch.
+    fn held(self) -> bool {
+        matches!(self, Lock::Shared | Lock::Exclusive | Lock::NoCheck)
+    }
+}
+
+/// MPI_Win_lock_all's record in [`Open`]: none, taken, taken with MPI_MODE_NOCHECK.
+const ALL_NONE: u8 = 0;
+const ALL_CHECKED: u8 = 1;
+const ALL_NOCHECK: u8 = 2;
 
 /// One member's epochs on one window.
 pub struct State {
@@ -69,32 +93,42 @@ pub struct State {
     posts_to: Vec<u32>,
     /// Per member: how many access epochs of this member had it as a target.
     starts_to: Vec<u32>,
-    locks: Vec<Lock>,
-    lock_all: Option<bool>,
 }
 
-/// The passive-target epochs this process has open on a window (a copy of what
-/// [`State`] knows, kept by the calls that change it), for the checks of the
-/// operations and flushes, which then take no mutex.
+/// The passive-target epochs this process has open on a window, in atomics that the
+/// operations, flushes, locks and unlocks read and change without the state mutex
+/// (the calls that also look at [`State`] change them under it).
 pub struct Open {
-    all: AtomicBool,
-    each: Box<[AtomicBool]>,
+    /// MPI_Win_lock_all: ALL_NONE, ALL_CHECKED or ALL_NOCHECK.
+    all: AtomicU8,
+    /// MPI_Win_lock per target: a [`Lock`].
+    each: Box<[AtomicU8]>,
+    /// Whether [`State`] has neither a fence epoch nor a PSCW access epoch open: a
+    /// lock then needs nothing from it (kept by every release of the state mutex).
+    calm: AtomicBool,
 }
 
 impl Open {
     pub fn new(n: usize) -> Open {
         Open {
-            all: AtomicBool::new(false),
-            each: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            all: AtomicU8::new(ALL_NONE),
+            each: (0..n).map(|_| AtomicU8::new(Lock::None as u8)).collect(),
+            calm: AtomicBool::new(true),
         }
+    }
+    fn lock(&self, t: usize) -> Lock {
+        Lock::of(self.each[t].load(Ordering::Relaxed))
+    }
+    fn lock_all(&self) -> bool {
+        self.all.load(Ordering::Relaxed) != ALL_NONE
     }
     /// Whether a passive-target epoch to target `t` is open.
     pub fn to(&self, t: usize) -> bool {
-        self.all.load(Ordering::Relaxed) || self.each[t].load(Ordering::Relaxed)
+        self.lock_all() || self.lock(t).held()
     }
-    /// Whether any passive-target epoch is open.
+    /// Whether any passive-target epoch is open (or a lock is being taken).
     fn any(&self) -> bool {
-        self.all.load(Ordering::Relaxed) || self.each.iter().any(|e| e.load(Ordering::Relaxed))
+        self.lock_all() || (0..self.each.len()).any(|t| self.lock(t) != Lock::None)
     }
 }
 
@@ -106,15 +140,10 @@ impl State {
             exposure: None,
             posts_to: vec![0; n],
             starts_to: vec![0; n],
-            locks: vec![Lock::None; n],
-            lock_all: None,
         }
     }
-    fn passive(&self, t: usize) -> bool {
-        self.lock_all.is_some() || self.locks[t] != Lock::None
-    }
-    fn any_lock(&self) -> bool {
-        self.lock_all.is_some() || self.locks.iter().any(|l| *l != Lock::None)
+    fn calm(&self) -> bool {
+        self.fence == Fence::Off && self.access.is_none()
     }
     /// A fence epoch no operation used ends when another kind of epoch begins; one that
     /// was used must be closed by a fence first.
@@ -181,9 +210,36 @@ fn wake(w: &Win, t: usize) {
     }
 }
 
-/// The window's state, locked.
-fn state(w: &Win) -> std::sync::MutexGuard<'_, State> {
-    w.state.lock().unwrap_or_else(|e| e.into_inner())
+/// The window's state, locked; [`Open::calm`] follows it when the guard goes.
+struct Guard<'a> {
+    st: std::sync::MutexGuard<'a, State>,
+    open: &'a Open,
+}
+
+impl std::ops::Deref for Guard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.st
+    }
+}
+
+impl std::ops::DerefMut for Guard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.st
+    }
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        self.open.calm.store(self.st.calm(), Ordering::Relaxed);
+    }
+}
+
+fn state(w: &Win) -> Guard<'_> {
+    Guard {
+        st: w.state.lock().unwrap_or_else(|e| e.into_inner()),
+        open: &w.open,
+    }
 }
 
 /// Checks that an operation of `call` on target `t` is inside an access epoch to it
@@ -194,9 +250,6 @@ pub fn access(w: &Win, t: usize, call: &str, passive_only: bool) -> MpiResult<()
         return Ok(());
     }
     let mut st = state(w);
-    if st.passive(t) {
-        return Ok(());
-    }
     if passive_only {
         return Err(err(
             MPI_ERR_RMA_SYNC,
@@ -248,7 +301,7 @@ pub fn fence_call(w: &Win, assert: i32) -> MpiResult<()> {
                 "MPI_Win_fence inside a post/start/complete/wait epoch",
             ));
         }
-        if st.any_lock() {
+        if w.open.any() {
             return Err(err(
                 MPI_ERR_RMA_SYNC,
                 "MPI_Win_fence inside a passive-target epoch (a lock is held)",
@@ -304,7 +357,7 @@ pub fn start(w: &Win, group: &[usize], assert: i32) -> MpiResult<()> {
             "MPI_Win_start while an access epoch is open (MPI_Win_complete ends it)",
         ));
     }
-    if st.any_lock() {
+    if w.open.any() {
         return Err(err(
             MPI_ERR_RMA_SYNC,
             "MPI_Win_start inside a passive-target epoch (a lock is held)",
@@ -446,18 +499,13 @@ fn exclusive(lock_type: i32) -> MpiResult<bool> {
     }
 }
 
-/// Whether this process may open a lock epoch to `t` now (closing an unused fence epoch).
-fn may_lock(st: &mut State, t: usize) -> MpiResult<()> {
-    if st.lock_all.is_some() {
+/// Whether this process may open a lock epoch to `t` now (closing an unused fence
+/// epoch), and if so marks the lock to `t` as being taken.
+fn may_lock(w: &Win, st: &mut State, t: usize) -> MpiResult<()> {
+    if w.open.lock_all() {
         return Err(err(
             MPI_ERR_RMA_SYNC,
             format!("MPI_Win_lock of rank {t} inside an MPI_Win_lock_all epoch"),
-        ));
-    }
-    if st.locks[t] != Lock::None {
-        return Err(err(
-            MPI_ERR_RMA_SYNC,
-            format!("MPI_Win_lock of rank {t}, which this process has locked already"),
         ));
     }
     if st.access.is_some() {
@@ -466,81 +514,107 @@ fn may_lock(st: &mut State, t: usize) -> MpiResult<()> {
             format!("MPI_Win_lock of rank {t} inside a PSCW access epoch (MPI_Win_start)"),
         ));
     }
-    st.leave_fence("MPI_Win_lock")
+    if let Fence::Open { used: true } = st.fence {
+        return st.leave_fence("MPI_Win_lock");
+    }
+    pend(w, t)?;
+    st.fence = Fence::Off;
+    Ok(())
 }
 
-/// Records the lock epoch to `t` this process opened.
-fn locked(w: &Win, st: &mut State, t: usize, l: Lock) {
-    st.locks[t] = l;
-    w.open.each[t].store(true, Ordering::Relaxed);
+/// Marks the lock to `t` as being taken: MPI_ERR_RMA_SYNC if this process holds it.
+fn pend(w: &Win, t: usize) -> MpiResult<()> {
+    w.open.each[t]
+        .compare_exchange(
+            Lock::None as u8,
+            Lock::Pending as u8,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        )
+        .map(|_| ())
+        .map_err(|_| {
+            err(
+                MPI_ERR_RMA_SYNC,
+                format!("MPI_Win_lock of rank {t}, which this process has locked already"),
+            )
+        })
+}
+
+/// Records how the lock to `t` that [`pend`] marked ended up: `l`, or None.
+fn locked(w: &Win, t: usize, l: Lock) {
+    w.open.each[t].store(l as u8, Ordering::Relaxed);
+    if l == Lock::NoCheck {
+        fence(Ordering::SeqCst);
+    }
+}
+
+/// The kind of lock MPI_Win_lock takes.
+fn kind(exclusive: bool, assert: i32) -> Lock {
+    if assert & MPI_MODE_NOCHECK != 0 {
+        Lock::NoCheck
+    } else if exclusive {
+        Lock::Exclusive
+    } else {
+        Lock::Shared
+    }
 }
 
 /// MPI_Win_lock.
 pub fn lock(w: &Win, lock_type: i32, t: usize, assert: i32) -> MpiResult<()> {
     let exclusive = exclusive(lock_type)?;
     check_assert(assert, LOCK_ASSERTS)?;
-    let mut st = state(w);
-    may_lock(&mut st, t)?;
-    if assert & MPI_MODE_NOCHECK != 0 {
-        locked(w, &mut st, t, Lock::NoCheck);
-        fence(Ordering::SeqCst);
-        return Ok(());
+    may_lock(w, &mut state(w), t)?;
+    let l = kind(exclusive, assert);
+    if l != Lock::NoCheck {
+        if let Err(e) = take_word(w, t, exclusive) {
+            locked(w, t, Lock::None);
+            return Err(e);
+        }
     }
-    drop(st);
-    take_word(w, t, exclusive)?;
-    let l = if exclusive {
-        Lock::Exclusive
-    } else {
-        Lock::Shared
-    };
-    locked(w, &mut state(w), t, l);
+    locked(w, t, l);
     Ok(())
 }
 
-/// MPI_Win_lock when it needs no wait and no error: true when the lock is taken,
-/// false (nothing done) for [`lock`] to wait or to say what is wrong.
+/// MPI_Win_lock when it needs no wait, no state mutex and no error: true when the
+/// lock is taken, false (nothing done) for [`lock`] to wait or to say what is wrong.
 pub fn lock_fast(w: &Win, lock_type: i32, t: usize, assert: i32) -> bool {
     let Ok(exclusive) = exclusive(lock_type) else {
         return false;
     };
-    if assert & !LOCK_ASSERTS != 0 {
+    if assert & !LOCK_ASSERTS != 0
+        || !w.open.calm.load(Ordering::Relaxed)
+        || w.open.lock_all()
+        || pend(w, t).is_err()
+    {
         return false;
     }
-    let mut st = state(w);
-    if may_lock(&mut st, t).is_err() {
+    let l = kind(exclusive, assert);
+    if l != Lock::NoCheck && !try_take_word(w, t, exclusive) {
+        locked(w, t, Lock::None);
         return false;
     }
-    let l = if assert & MPI_MODE_NOCHECK != 0 {
-        Lock::NoCheck
-    } else if try_take_word(w, t, exclusive) {
-        if exclusive {
-            Lock::Exclusive
-        } else {
-            Lock::Shared
-        }
-    } else {
-        return false;
-    };
-    locked(w, &mut st, t, l);
-    if l == Lock::NoCheck {
-        fence(Ordering::SeqCst);
-    }
+    locked(w, t, l);
     true
 }
 
-/// MPI_Win_unlock.
+/// MPI_Win_unlock (no state mutex: it changes nothing but the lock to `t`).
 pub fn unlock(w: &Win, t: usize) -> MpiResult<()> {
-    let mut st = state(w);
-    let l = st.locks[t];
-    if l == Lock::None {
+    let l = w.open.lock(t);
+    if !l.held()
+        || w.open.each[t]
+            .compare_exchange(
+                l as u8,
+                Lock::None as u8,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_err()
+    {
         return Err(err(
             MPI_ERR_RMA_SYNC,
             format!("MPI_Win_unlock of rank {t}, which this process has not locked (MPI_Win_lock)"),
         ));
     }
-    st.locks[t] = Lock::None;
-    w.open.each[t].store(false, Ordering::Relaxed);
-    drop(st);
     // (giving the word back is a release, which orders this epoch's accesses)
     match l {
         Lock::Exclusive => give_word(w, t, true),
@@ -554,7 +628,7 @@ pub fn unlock(w: &Win, t: usize) -> MpiResult<()> {
 pub fn lock_all(w: &Win, assert: i32) -> MpiResult<()> {
     check_assert(assert, LOCK_ASSERTS)?;
     let mut st = state(w);
-    if st.any_lock() {
+    if w.open.any() {
         return Err(err(
             MPI_ERR_RMA_SYNC,
             "MPI_Win_lock_all inside a passive-target epoch (a lock is held already)",
@@ -580,24 +654,22 @@ pub fn lock_all(w: &Win, assert: i32) -> MpiResult<()> {
         }
     }
     fence(Ordering::SeqCst);
-    state(w).lock_all = Some(nocheck);
-    w.open.all.store(true, Ordering::Relaxed);
+    let all = if nocheck { ALL_NOCHECK } else { ALL_CHECKED };
+    w.open.all.store(all, Ordering::Relaxed);
     Ok(())
 }
 
 /// MPI_Win_unlock_all.
 pub fn unlock_all(w: &Win) -> MpiResult<()> {
-    let mut st = state(w);
-    let Some(nocheck) = st.lock_all.take() else {
+    let all = w.open.all.swap(ALL_NONE, Ordering::Relaxed);
+    if all == ALL_NONE {
         return Err(err(
             MPI_ERR_RMA_SYNC,
             "MPI_Win_unlock_all without MPI_Win_lock_all",
         ));
-    };
-    w.open.all.store(false, Ordering::Relaxed);
-    drop(st);
+    }
     fence(Ordering::SeqCst);
-    if !nocheck {
+    if all == ALL_CHECKED {
         for t in 0..w.n() {
             give_word(w, t, false);
         }
@@ -648,7 +720,7 @@ pub fn check_idle(w: &Win, call: &str) -> MpiResult<()> {
             format!("{call} with a post/start/complete/wait epoch open"),
         ));
     }
-    if st.any_lock() {
+    if w.open.any() {
         return Err(err(
             MPI_ERR_RMA_SYNC,
             format!("{call} with a passive-target epoch open (a lock is held)"),
