@@ -161,7 +161,7 @@ pub fn init(required: i32) -> MpiResult<i32> {
     crate::p2p::init(slots, base + size, generation);
     crate::progress::install(crate::progress::Hooks {
         engine: crate::p2p::progress,
-        pending: &[crate::coll::nb::poll_all],
+        pending: &[crate::coll::nb::poll_all, crate::rma::serve::poll],
     });
     crate::comm::init_predefined(rank, base, size, world_ctx, slots);
     if let Some((ctx, group)) = parent {

@@ -64,12 +64,19 @@ enum Mode {
 }
 
 impl Test {
+    /// The name printed and filtered on: the mode, the program, and its settings (the
+    /// same program runs under several).
     fn label(&self) -> String {
-        match self.mode {
+        let base = match self.mode {
             Mode::Native => self.name.clone(),
             Mode::MpichBuilt => format!("mpich-built/{}", self.name),
             Mode::OnMpich => format!("on-mpich/{}", self.name),
+        };
+        if self.env.is_empty() {
+            return base;
         }
+        let env: Vec<String> = self.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{base}[{}]", env.join(","))
     }
 }
 

@@ -970,6 +970,57 @@ fn timeout_names_the_window_lock_a_rank_waits_for() {
     }
 }
 
+/// A window on the processes' own memory that its members serve (SHMPI_DIRECT=0):
+/// rank 0's Put waits for rank 1, which computes outside MPI.
+const RMA_SERVED_PROG: &str = r#"
+#include <mpi.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int rank, buf[16] = {0}, v = 7;
+    MPI_Win win;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Win_create(buf, sizeof buf, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    if (rank == 0) {
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win);
+        MPI_Put(&v, 1, MPI_INT, 1, 3, 1, MPI_INT, win);
+        fprintf(stderr, "rank 0: the put returned\n");
+        MPI_Win_unlock(1, win);
+    } else {
+        sleep(30);
+    }
+    MPI_Win_free(&win);
+    MPI_Finalize();
+    return 0;
+}
+"#;
+
+#[test]
+fn timeout_names_the_rank_a_served_window_waits_for() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = build("rma_served", RMA_SERVED_PROG);
+    let t = Instant::now();
+    let out = Command::new(mpiexec())
+        .args(["-n", "2", "--timeout", "1.5"])
+        .arg(&exe)
+        .env_remove("SHMPI_TIMEOUT")
+        .env("SHMPI_DIRECT", "0")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(124), "{stderr}");
+    assert!(!stderr.contains("the put returned"), "{stderr}");
+    assert!(
+        stderr.lines().any(|l| l.contains("rank 0 (pid")
+            && l.contains("MPI_Put (window 0x")
+            && l.contains("rank 1 to serve it")),
+        "rank 0 should wait for rank 1 to serve its put:\n{stderr}"
+    );
+    assert!(t.elapsed().as_secs_f64() < 10.0, "{stderr}");
+}
+
 #[test]
 fn rank_dying_while_holding_a_window_lock_stops_the_job() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

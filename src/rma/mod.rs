@@ -20,6 +20,7 @@
 #![deny(unsafe_code)]
 pub mod mem;
 pub mod ops;
+pub mod serve;
 pub mod sync;
 
 use crate::abi::*;
@@ -50,6 +51,8 @@ pub enum Place {
     Here,
     /// In process `pid`, reached by cross-process copies.
     Proc(i32),
+    /// In another process, reached through that process (serve.rs).
+    Served,
 }
 
 /// A member's window memory as this process reaches it.
@@ -80,6 +83,8 @@ pub struct Win {
     pub state: Mutex<sync::State>,
     /// The passive-target epochs of `state`, readable without its mutex.
     pub open: sync::Open,
+    /// For a window on the processes' own memory that its members serve (serve.rs).
+    pub mailboxes: Option<serve::Mailboxes>,
     /// What MPI_Win_get_attr points at for the predefined keys.
     size_attr: Box<isize>,
     disp_unit_attr: Box<i32>,
@@ -458,7 +463,7 @@ pub fn create(parent: &Arc<Comm>, spec: Spec, info: Entries) -> MpiResult<Arc<Wi
             spec.disp_unit as u64,
             spec.base as u64,
             // (the flavor, and whether this process can reach the others' memory)
-            spec.flavor as u64 | (crate::shm::peer::usable() as u64) << 32,
+            spec.flavor as u64 | (reaches_others() as u64) << 32,
         ],
     )?;
     if let Some(r) = all.iter().position(|v| v[3] as u32 != spec.flavor as u32) {
@@ -472,17 +477,20 @@ pub fn create(parent: &Arc<Comm>, spec: Spec, info: Entries) -> MpiResult<Arc<Wi
     }
     // Windows on the processes' own memory are reached by single-copy cross-process
     // transfers, which the system may refuse (shm/peer.rs).
+    // Where it does not (or SHMPI_DIRECT=0), the members serve each other's accesses
+    // (serve.rs); SHMPI_DIRECT=require makes that an error instead.
     let on_own_memory =
         spec.flavor == MPI_WIN_FLAVOR_CREATE || spec.flavor == MPI_WIN_FLAVOR_DYNAMIC;
-    if on_own_memory && all.len() > 1 {
-        if let Some(r) = all.iter().position(|v| v[3] >> 32 == 0) {
-            return Err(err(
-                MPI_ERR_OTHER,
-                format!(
-                    "rank {r} of the communicator cannot reach the memory of the others: this system refuses process_vm_readv/writev between the job's processes (a ptrace policy, a seccomp filter, or a program that is not dumpable), which windows on the processes' own memory need; MPI_Win_allocate and MPI_Win_allocate_shared work everywhere"
-                ),
-            ));
-        }
+    let refused = all.iter().position(|v| v[3] >> 32 == 0);
+    let served = on_own_memory && all.len() > 1 && refused.is_some();
+    if served && crate::settings::job().direct == crate::settings::Direct::Require {
+        return Err(err(
+            MPI_ERR_OTHER,
+            format!(
+                "rank {} of the communicator cannot reach the memory of the others: this system refuses process_vm_readv/writev between the job's processes (a ptrace policy, a seccomp filter, or a program that is not dumpable), and SHMPI_DIRECT=require forbids the way around it",
+                refused.unwrap_or(0)
+            ),
+        ));
     }
     let comm = crate::create::context_dup(parent)?;
     let n = comm.size();
@@ -494,6 +502,11 @@ pub fn create(parent: &Arc<Comm>, spec: Spec, info: Entries) -> MpiResult<Arc<Wi
     if spec.flavor == MPI_WIN_FLAVOR_DYNAMIC {
         seg += n * DYN_BYTES;
     }
+    let mailboxes = served.then(|| {
+        let off = align(seg, mem::page());
+        seg = off + serve::Mailboxes::bytes(n);
+        serve::Mailboxes::new(off, n)
+    });
     let seg0 = align(seg, mem::page());
     let mapped = spec.flavor == MPI_WIN_FLAVOR_ALLOCATE || spec.flavor == MPI_WIN_FLAVOR_SHARED;
     let mut offs = Vec::with_capacity(n);
@@ -536,6 +549,8 @@ pub fn create(parent: &Arc<Comm>, spec: Spec, info: Entries) -> MpiResult<Arc<Wi
                 _ => Target {
                     place: if t == me {
                         Place::Here
+                    } else if served {
+                        Place::Served
                     } else {
                         Place::Proc(pids[t])
                     },
@@ -563,18 +578,28 @@ pub fn create(parent: &Arc<Comm>, spec: Spec, info: Entries) -> MpiResult<Arc<Wi
         info: Mutex::new(window_info(&info, flavor)),
         state: Mutex::new(sync::State::new(n)),
         open: sync::Open::new(n),
+        mailboxes,
         size_attr: Box::new(local.size as isize),
         disp_unit_attr: Box::new(local.disp_unit as i32),
         flavor_attr: Box::new(flavor),
         model_attr: Box::new(MPI_WIN_UNIFIED),
         freed: AtomicBool::new(false),
     });
+    if served {
+        serve::enlist(&w);
+    }
     // (no member accesses another's memory before every member has its window)
     if let Err(e) = crate::coll::run(&comm, crate::coll::barrier(&comm)) {
         let _ = release(&w);
         return Err(e);
     }
     Ok(w)
+}
+
+/// Whether this process reads and writes the others' memory directly: the system
+/// allows it (shm/peer.rs) and SHMPI_DIRECT is not 0.
+fn reaches_others() -> bool {
+    crate::settings::job().direct != crate::settings::Direct::Off && crate::shm::peer::usable()
 }
 
 /// Checks the arguments every creation function has; `Ok` to go on.
@@ -611,6 +636,9 @@ pub fn create_checked(
 /// Removes the window from the table and releases its communicator.
 fn release(w: &Win) -> MpiResult<()> {
     w.freed.store(true, Ordering::Relaxed);
+    if w.mailboxes.is_some() {
+        serve::delist(w);
+    }
     // (the cache of this thread lets go of it; another thread's at its next lookup)
     if let Ok(Some(c)) = LAST.try_with(|c| c.take()) {
         if !std::ptr::eq(&*c, w) {
@@ -712,7 +740,7 @@ pub fn shared_query(w: &Win, rank: i32) -> MpiResult<(usize, usize, usize)> {
     let tg = w.targets[t];
     Ok(match tg.place {
         Place::Here => (tg.size, tg.disp_unit, tg.base),
-        Place::Proc(_) => (0, tg.disp_unit, 0),
+        Place::Proc(_) | Place::Served => (0, tg.disp_unit, 0),
     })
 }
 

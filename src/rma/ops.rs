@@ -156,7 +156,14 @@ fn pieces(t: &TypeRef, count: usize, addr: usize, len: usize) -> Vec<(usize, usi
 }
 
 /// Writes the packed stream `data` to the target buffer at `addr`.
-fn write_target(place: Place, addr: usize, tg: &Tgt, data: &[u8], call: &str) -> MpiResult<()> {
+fn write_target(
+    w: &Win,
+    place: Place,
+    addr: usize,
+    tg: &Tgt,
+    data: &[u8],
+    call: &str,
+) -> MpiResult<()> {
     if data.is_empty() {
         return Ok(());
     }
@@ -180,11 +187,21 @@ fn write_target(place: Place, addr: usize, tg: &Tgt, data: &[u8], call: &str) ->
             crate::shm::peer::write_pieces(pid, &pieces(&tg.t, tg.count, addr, data.len()), data)
                 .map_err(|e| io_error(call, tg.rank, e))
         }
+        Place::Served => {
+            super::serve::write(w, tg.rank, &pieces(&tg.t, tg.count, addr, data.len()), data)
+        }
     }
 }
 
 /// Reads the target buffer at `addr` as a packed stream into `out`.
-fn read_target(place: Place, addr: usize, tg: &Tgt, out: &mut [u8], call: &str) -> MpiResult<()> {
+fn read_target(
+    w: &Win,
+    place: Place,
+    addr: usize,
+    tg: &Tgt,
+    out: &mut [u8],
+    call: &str,
+) -> MpiResult<()> {
     if out.is_empty() {
         return Ok(());
     }
@@ -207,6 +224,10 @@ fn read_target(place: Place, addr: usize, tg: &Tgt, out: &mut [u8], call: &str) 
         Place::Proc(pid) => {
             let p = pieces(&tg.t, tg.count, addr, out.len());
             crate::shm::peer::read_pieces(pid, &p, out).map_err(|e| io_error(call, tg.rank, e))
+        }
+        Place::Served => {
+            let p = pieces(&tg.t, tg.count, addr, out.len());
+            super::serve::read(w, tg.rank, &p, out)
         }
     }
 }
@@ -250,9 +271,9 @@ pub fn put(w: &Win, o: &Buf, tg: &Tgt, call: &str) -> MpiResult<()> {
     let data = o.packed();
     if overlap(o.range(), target_range(place, addr, tg)) {
         let copy = data.to_vec();
-        return write_target(place, addr, tg, &copy, call);
+        return write_target(w, place, addr, tg, &copy, call);
     }
-    write_target(place, addr, tg, &data, call)
+    write_target(w, place, addr, tg, &data, call)
 }
 
 /// MPI_Get.
@@ -273,10 +294,10 @@ pub fn get(w: &Win, o: &Buf, tg: &Tgt, call: &str) -> MpiResult<()> {
         // for a contiguous type are these `len` bytes; it overlaps no target memory
         // read here (checked).
         let out = unsafe { mem::view_mut(o.addr, len) };
-        return read_target(place, addr, tg, out, call);
+        return read_target(w, place, addr, tg, out, call);
     }
     let mut v = vec![0u8; len];
-    read_target(place, addr, tg, &mut v, call)?;
+    read_target(w, place, addr, tg, &mut v, call)?;
     o.store(&v);
     Ok(())
 }
@@ -581,12 +602,12 @@ pub fn accumulate(
     let old = sync::with_acc_mutex(w, tg.rank, || {
         let mut cur = vec![0u8; len];
         if result.is_some() || !matches!(op, BuiltinOp::Replace) {
-            read_target(place, addr, tg, &mut cur, call)?;
+            read_target(w, place, addr, tg, &mut cur, call)?;
         }
         let old = result.map(|_| cur.clone());
         if op != BuiltinOp::NoOp {
             combine(op, basic, &inv, &mut cur)?;
-            write_target(place, addr, tg, &cur, call)?;
+            write_target(w, place, addr, tg, &cur, call)?;
         }
         Ok(old)
     })?;
@@ -678,9 +699,9 @@ pub fn compare_and_swap(
     let cmp = one(compare).packed().into_owned();
     let old = sync::with_acc_mutex(w, rank, || {
         let mut cur = vec![0u8; n];
-        read_target(place, addr, &tg, &mut cur, call)?;
+        read_target(w, place, addr, &tg, &mut cur, call)?;
         if cur == cmp {
-            write_target(place, addr, &tg, &new, call)?;
+            write_target(w, place, addr, &tg, &new, call)?;
         }
         Ok(cur)
     })?;

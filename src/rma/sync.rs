@@ -164,7 +164,7 @@ impl State {
 /// Waits until `cond` holds, running the rest of the engine meanwhile; `waiters`, if
 /// given, counts this member among those that the one who makes `cond` true wakes.
 /// `what` says what it waits for, in the hang report of mpiexec --timeout.
-fn wait_for(
+pub(super) fn wait_for(
     w: &Win,
     what: impl FnOnce() -> String,
     mut cond: impl FnMut() -> bool,
@@ -204,7 +204,7 @@ fn wake_all(w: &Win) {
     }
 }
 
-fn wake(w: &Win, t: usize) {
+pub(super) fn wake(w: &Win, t: usize) {
     if let Ok(job) = crate::runtime::job() {
         crate::shm::wait::notify(&job.arena, w.world(t));
     }

@@ -15,8 +15,13 @@ use std::sync::Arc;
 /// MPI_Aint.
 type Aint = isize;
 
+/// The window of handle `h`. Every one-sided call also gives pending operations a
+/// turn (one atomic load when there are none): a rank that only makes one-sided calls,
+/// such as a loop of MPI_Win_sync waiting for a flag, still serves the accesses of the
+/// others to a window its members serve (rma/serve.rs).
 fn win(h: i32) -> MpiResult<rma::WinRef> {
     crate::runtime::job()?;
+    crate::progress::poll_pending();
     rma::get(h)
 }
 
@@ -24,7 +29,11 @@ fn win(h: i32) -> MpiResult<rma::WinRef> {
 /// is initialised and `h` is the window this thread used last; false (`f` did
 /// nothing) sends the call to its full path, which checks and names what is wrong.
 fn fast(h: i32, f: impl FnOnce(&Win) -> bool) -> bool {
-    crate::runtime::state() == crate::runtime::INITIALIZED && rma::with_cached(h, f)
+    if crate::runtime::state() != crate::runtime::INITIALIZED {
+        return false;
+    }
+    crate::progress::poll_pending();
+    rma::with_cached(h, f)
 }
 
 /// A target rank of the fast paths: in the window (not MPI_PROC_NULL).
