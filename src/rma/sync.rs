@@ -524,20 +524,17 @@ fn may_lock(w: &Win, st: &mut State, t: usize) -> MpiResult<()> {
 
 /// Marks the lock to `t` as being taken: MPI_ERR_RMA_SYNC if this process holds it.
 fn pend(w: &Win, t: usize) -> MpiResult<()> {
-    w.open.each[t]
-        .compare_exchange(
-            Lock::None as u8,
-            Lock::Pending as u8,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        )
-        .map(|_| ())
-        .map_err(|_| {
-            err(
-                MPI_ERR_RMA_SYNC,
-                format!("MPI_Win_lock of rank {t}, which this process has locked already"),
-            )
-        })
+    // (a load and a store, not a read-modify-write: two threads of this process
+    // locking the same target at once is erroneous, MPI 4.1 §12.5.3)
+    let e = &w.open.each[t];
+    if e.load(Ordering::Relaxed) != Lock::None as u8 {
+        return Err(err(
+            MPI_ERR_RMA_SYNC,
+            format!("MPI_Win_lock of rank {t}, which this process has locked already"),
+        ));
+    }
+    e.store(Lock::Pending as u8, Ordering::Relaxed);
+    Ok(())
 }
 
 /// Records how the lock to `t` that [`pend`] marked ended up: `l`, or None.
@@ -600,22 +597,15 @@ pub fn lock_fast(w: &Win, lock_type: i32, t: usize, assert: i32) -> bool {
 /// MPI_Win_unlock (no state mutex: it changes nothing but the lock to `t`).
 pub fn unlock(w: &Win, t: usize) -> MpiResult<()> {
     let l = w.open.lock(t);
-    if !l.held()
-        || w.open.each[t]
-            .compare_exchange(
-                l as u8,
-                Lock::None as u8,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            )
-            .is_err()
-    {
+    if !l.held() {
         return Err(err(
             MPI_ERR_RMA_SYNC,
             format!("MPI_Win_unlock of rank {t}, which this process has not locked (MPI_Win_lock)"),
         ));
     }
-    // (giving the word back is a release, which orders this epoch's accesses)
+    // (as in `pend`, a plain store; giving the word back is a release, which orders
+    // this epoch's accesses)
+    w.open.each[t].store(Lock::None as u8, Ordering::Relaxed);
     match l {
         Lock::Exclusive => give_word(w, t, true),
         Lock::Shared => give_word(w, t, false),
