@@ -203,23 +203,43 @@ impl Mapping {
     }
 }
 
+/// Copies `len` bytes from address `from` to address `to` of this process (the two may
+/// overlap); beyond the caches (`p2p::buf::streaming`) with streaming stores, which
+/// do not read the lines they write.
+///
+/// # Safety
+/// `from .. from + len` must be readable and `to .. to + len` writable memory of this
+/// process, that nothing else reads or writes concurrently except as MPI's rules for
+/// window memory allow.
+pub unsafe fn copy(from: usize, to: usize, len: usize) {
+    let apart = to >= from.wrapping_add(len) || from >= to.wrapping_add(len);
+    if apart && crate::p2p::buf::streaming(len) {
+        // SAFETY: this function's contract; the two ranges do not overlap (checked).
+        unsafe {
+            crate::p2p::buf::UserBuf::new(to as *mut u8, len).write_at_nt(0, view(from, len), true)
+        };
+        return;
+    }
+    // SAFETY: this function's contract.
+    unsafe { std::ptr::copy(from as *const u8, to as *mut u8, len) }
+}
+
 /// Copies `src` to address `addr` of this process.
 ///
 /// # Safety
-/// `addr .. addr + src.len()` must be writable memory of this process that nothing
-/// reads or writes concurrently except as MPI's rules for window memory allow.
+/// As for [`copy`]: `addr .. addr + src.len()` writable.
 pub unsafe fn copy_in(addr: usize, src: &[u8]) {
     // SAFETY: this function's contract.
-    unsafe { std::ptr::copy(src.as_ptr(), addr as *mut u8, src.len()) }
+    unsafe { copy(src.as_ptr() as usize, addr, src.len()) }
 }
 
 /// Copies the bytes at address `addr` of this process into `dst`.
 ///
 /// # Safety
-/// `addr .. addr + dst.len()` must be readable memory of this process.
+/// As for [`copy`]: `addr .. addr + dst.len()` readable.
 pub unsafe fn copy_out(addr: usize, dst: &mut [u8]) {
     // SAFETY: this function's contract.
-    unsafe { std::ptr::copy(addr as *const u8, dst.as_mut_ptr(), dst.len()) }
+    unsafe { copy(addr, dst.as_mut_ptr() as usize, dst.len()) }
 }
 
 /// A view of `len` bytes at address `addr` of this process.

@@ -364,7 +364,7 @@ pub unsafe fn put_get_lean(
             let v = std::ptr::read_unaligned(from as *const u64);
             std::ptr::write_unaligned(to as *mut u64, v);
         } else {
-            std::ptr::copy(from as *const u8, to as *mut u8, len);
+            mem::copy(from, to, len);
         }
     }
     true
