@@ -104,8 +104,10 @@ impl Word for Direct {
     }
 }
 
-/// `SHMPI_DIRECT`: whether collectives (and rendezvous messages) may copy straight
-/// between the processes' buffers (coll/direct.rs).
+/// `SHMPI_DIRECT`: whether collectives, rendezvous messages and one-sided calls on
+/// windows of the processes' own memory may copy straight between the processes'
+/// buffers (coll/direct.rs, rma/mod.rs; without it those windows are served by their
+/// members, rma/serve.rs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direct {
     /// `0` or `off`: never.
@@ -116,8 +118,8 @@ pub enum Direct {
     /// `1` or `on`: at every member count and every size from the minimum on.
     On = 2,
     /// `require`: as `On`, and a collective that cannot take the direct path because a
-    /// member cannot read the others' memory fails (the tests use it to be sure they
-    /// exercise this path).
+    /// member cannot read the others' memory fails, as does the creation of a window on
+    /// the processes' own memory (the tests use it to be sure they exercise this path).
     Require = 3,
 }
 

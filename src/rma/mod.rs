@@ -10,13 +10,22 @@
 //! - for a dynamic window, each member's table of attached regions (a seqlock);
 //! - for MPI_Win_allocate(_shared), every member's window memory.
 //!
-//! Window memory is reached in one of two ways. Memory in the mapping (allocate and
+//! Window memory is reached in one of three ways. Memory in the mapping (allocate and
 //! allocate_shared) is mapped by every member, so a Put is a copy into it and an
 //! accumulate a kernel call on it. Memory of MPI_Win_create and of dynamic windows is
 //! the program's own: another member's is read and written with single-copy
-//! cross-process copies (shm/peer.rs), one's own directly. Either way every operation
-//! is complete when its call returns, so flushes only order memory, and a
-//! passive-target epoch needs nothing of the target process.
+//! cross-process copies (shm/peer.rs), one's own directly; where the system refuses
+//! those copies (or `SHMPI_DIRECT=0`), each member serves the others' accesses to its
+//! memory from the progress engine (serve.rs). Every operation is complete when its
+//! call returns, so flushes only order memory, and a passive-target epoch on mapped
+//! memory needs nothing of the target process.
+//!
+//! The calls that need no wait have a fast path (ffi/c/rma.rs, before the entry's
+//! bookkeeping): the window this thread used last is cached ([`with_cached`]), the
+//! open passive-target epochs are atomics (sync.rs `Open`), and a Put, Get or
+//! accumulate of one predefined contiguous type to mapped memory is a copy or a kernel
+//! call (ops.rs `put_get_lean`, `acc_lean`). Everything else, and every error, takes
+//! the full path.
 #![deny(unsafe_code)]
 pub mod mem;
 pub mod ops;
