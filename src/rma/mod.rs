@@ -27,6 +27,7 @@
 //! call (ops.rs `put_get_lean`, `acc_lean`). Everything else, and every error, takes
 //! the full path.
 #![deny(unsafe_code)]
+mod cache;
 pub mod mem;
 pub mod ops;
 pub mod serve;
@@ -143,6 +144,10 @@ impl Win {
     pub fn local(&self) -> Target {
         self.targets[self.me()]
     }
+    /// Whether MPI_Win_free has freed it.
+    pub fn is_freed(&self) -> bool {
+        self.freed.load(Ordering::Relaxed)
+    }
     /// The dynamic window's regions member `t` has attached now: (base, size).
     pub fn attached(&self, t: usize) -> Vec<(usize, usize)> {
         let at = self.dyn_table(t);
@@ -191,77 +196,24 @@ impl Win {
 
 static TABLE: RwLock<Vec<Option<Arc<Win>>>> = RwLock::new(Vec::new());
 
-thread_local! {
-    /// The window this thread looked up last, while no [`WinRef`] holds it: looking it
-    /// up again takes no lock and no atomic read-modify-write.
-    static LAST: std::cell::Cell<Option<Arc<Win>>> = const { std::cell::Cell::new(None) };
-}
-
-/// A window looked up by its handle: the thread's cached one (given back to the cache
-/// when the reference is dropped) or one from the table.
-pub struct WinRef(Option<Arc<Win>>);
-
-impl std::ops::Deref for WinRef {
-    type Target = Win;
-    fn deref(&self) -> &Win {
-        self.0
-            .as_deref()
-            .expect("a WinRef holds its window until dropped")
-    }
-}
-
-impl WinRef {
-    /// The window as a shared pointer, for what outlives the call.
-    pub fn arc(&self) -> Arc<Win> {
-        self.0
-            .clone()
-            .expect("a WinRef holds its window until dropped")
-    }
-}
-
-impl Drop for WinRef {
-    fn drop(&mut self) {
-        if let Some(w) = self.0.take() {
-            if !w.freed.load(Ordering::Relaxed) {
-                // (a lookup made meanwhile, nested in this one, gives way)
-                let _ = LAST.try_with(|c| c.set(Some(w)));
-            }
-        }
-    }
-}
-
-/// Runs `f` on window `h` when it is the one this thread looked up last (no lock, no
-/// reference count: the fast paths of the communication and synchronisation calls);
-/// false when it is not, or when `f` says so.
+/// Runs `f` on window `h` when it is the one looked up last (the fast paths of the
+/// communication and synchronisation calls, cache.rs); false when it is not, or when
+/// `f` says so.
 pub fn with_cached(h: i32, f: impl FnOnce(&Win) -> bool) -> bool {
-    LAST.try_with(|c| {
-        let Some(w) = c.take() else {
-            return false;
-        };
-        let done = w.handle == h && !w.freed.load(Ordering::Relaxed) && f(&w);
-        if !w.freed.load(Ordering::Relaxed) {
-            c.set(Some(w));
-        }
-        done
-    })
-    .unwrap_or(false)
+    cache::with(h, f)
 }
 
 /// Looks a window handle up; MPI_ERR_WIN names the value otherwise.
-pub fn get(h: i32) -> MpiResult<WinRef> {
-    if let Ok(Some(w)) = LAST.try_with(|c| c.take()) {
-        let freed = w.freed.load(Ordering::Relaxed);
-        if w.handle == h && !freed {
-            return Ok(WinRef(Some(w)));
-        }
-        if !freed {
-            let _ = LAST.try_with(|c| c.set(Some(w)));
-        }
-    }
+pub fn get(h: i32) -> MpiResult<Arc<Win>> {
     let found =
         direct_index(h, OBJ_WIN).and_then(|i| TABLE.read().unwrap().get(i).cloned().flatten());
     match found {
-        Some(w) => Ok(WinRef(Some(w))),
+        Some(w) => {
+            if !cache::holds(&w) {
+                cache::set(w.clone());
+            }
+            Ok(w)
+        }
         None if h == MPI_WIN_NULL => Err(err(MPI_ERR_WIN, "win is MPI_WIN_NULL")),
         None => Err(err(
             MPI_ERR_WIN,
@@ -648,12 +600,7 @@ fn release(w: &Win) -> MpiResult<()> {
     if w.mailboxes.is_some() {
         serve::delist(w);
     }
-    // (the cache of this thread lets go of it; another thread's at its next lookup)
-    if let Ok(Some(c)) = LAST.try_with(|c| c.take()) {
-        if !std::ptr::eq(&*c, w) {
-            let _ = LAST.try_with(|l| l.set(Some(c)));
-        }
-    }
+    cache::forget(w);
     if let Some(i) = direct_index(w.handle, OBJ_WIN) {
         if let Some(slot) = TABLE.write().unwrap().get_mut(i) {
             *slot = None;

@@ -19,7 +19,7 @@ type Aint = isize;
 /// turn (one atomic load when there are none): a rank that only makes one-sided calls,
 /// such as a loop of MPI_Win_sync waiting for a flag, still serves the accesses of the
 /// others to a window its members serve (rma/serve.rs).
-fn win(h: i32) -> MpiResult<rma::WinRef> {
+fn win(h: i32) -> MpiResult<Arc<Win>> {
     crate::runtime::job()?;
     crate::progress::poll_pending();
     rma::get(h)
@@ -397,7 +397,7 @@ fn put_get(
     win: i32,
     call: &str,
     passive_only: bool,
-) -> MpiResult<Option<rma::WinRef>> {
+) -> MpiResult<Option<Arc<Win>>> {
     let w = self::win(win)?;
     let o = buf(
         origin_addr,
@@ -469,7 +469,7 @@ fn acc(
     win: i32,
     call: &str,
     passive_only: bool,
-) -> MpiResult<rma::WinRef> {
+) -> MpiResult<Arc<Win>> {
     let w = self::win(win)?;
     let op = acc_op(op)?;
     // (MPI_NO_OP ignores the origin buffer: its arguments need not be valid)
