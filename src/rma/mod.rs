@@ -21,7 +21,7 @@
 //! memory needs nothing of the target process.
 //!
 //! The calls that need no wait have a fast path (ffi/c/rma.rs, before the entry's
-//! bookkeeping): the window this thread used last is cached ([`with_cached`]), the
+//! bookkeeping): the window looked up last is cached (cache.rs, [`with_cached`]), the
 //! open passive-target epochs are atomics (sync.rs `Open`), and a Put, Get or
 //! accumulate of one predefined contiguous type to mapped memory is a copy or a kernel
 //! call (ops.rs `put_get_lean`, `acc_lean`). Everything else, and every error, takes

@@ -26,7 +26,7 @@ fn win(h: i32) -> MpiResult<Arc<Win>> {
 }
 
 /// The fast paths of the calls that need no wait: `f` on window `h` when the library
-/// is initialised and `h` is the window this thread used last; false (`f` did
+/// is initialised and `h` is the window looked up last; false (`f` did
 /// nothing) sends the call to its full path, which checks and names what is wrong.
 fn fast(h: i32, f: impl FnOnce(&Win) -> bool) -> bool {
     if crate::runtime::state() != crate::runtime::INITIALIZED {
