@@ -122,18 +122,25 @@ fn serve(w: &Win) {
         let kind = w.map.u32_at(s + H_KIND).load(Ordering::Relaxed);
         let count = w.map.u32_at(s + H_PIECES).load(Ordering::Relaxed) as usize;
         let len = w.map.u64_at(s + H_LEN).load(Ordering::Relaxed) as usize;
-        let pieces: Pieces = (0..count)
-            .map(|i| {
-                let e = s + HEAD + 16 * i;
-                (
-                    w.map.u64_at(e).load(Ordering::Relaxed) as usize,
-                    w.map.u64_at(e + 8).load(Ordering::Relaxed) as usize,
-                )
-            })
-            .collect();
+        // (what an origin wrote is checked before it is used: the header and the data
+        // inside the mailbox, the pieces adding up to the data, each inside the window)
+        let room = mb.slot.checked_sub(HEAD + 16 * count);
+        let pieces: Pieces = match room {
+            Some(_) => (0..count)
+                .map(|i| {
+                    let e = s + HEAD + 16 * i;
+                    (
+                        w.map.u64_at(e).load(Ordering::Relaxed) as usize,
+                        w.map.u64_at(e + 8).load(Ordering::Relaxed) as usize,
+                    )
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         let data = s + HEAD + 16 * count;
-        let fits = HEAD + 16 * count + len <= mb.slot
-            && pieces.iter().map(|p| p.1).sum::<usize>() == len
+        let total = pieces.iter().try_fold(0usize, |t, p| t.checked_add(p.1));
+        let fits = room.is_some_and(|r| len <= r)
+            && total == Some(len)
             && pieces.iter().all(|&p| inside(w, p));
         let status = if fits {
             let mut pos = 0;
