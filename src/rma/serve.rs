@@ -24,7 +24,7 @@
 use super::{mem, Win};
 use crate::abi::*;
 use crate::error::{err, MpiResult};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Offsets in a mailbox's header.
@@ -75,8 +75,10 @@ fn slot_bytes(n: usize) -> usize {
     ((64usize << 20) / (n * n).max(1)).clamp(page, 64 << 10) / page * page
 }
 
-/// The windows this process serves.
+/// The windows this process serves, and how many (read without the lock by the poller,
+/// which runs in every progress pass while any operation is pending).
 static SERVED: Mutex<Vec<Arc<Win>>> = Mutex::new(Vec::new());
+static SERVING: AtomicUsize = AtomicUsize::new(0);
 
 /// Starts serving window `w` (it has mailboxes).
 pub fn enlist(w: &Arc<Win>) {
@@ -84,6 +86,7 @@ pub fn enlist(w: &Arc<Win>) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(w.clone());
+    SERVING.fetch_add(1, Ordering::Relaxed);
     crate::progress::note_started(1);
 }
 
@@ -92,6 +95,7 @@ pub fn delist(w: &Win) {
     let mut list = SERVED.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(i) = list.iter().position(|x| std::ptr::eq(&**x, w)) {
         list.swap_remove(i);
+        SERVING.fetch_sub(1, Ordering::Relaxed);
         crate::progress::note_done(1);
     }
 }
@@ -99,6 +103,9 @@ pub fn delist(w: &Win) {
 /// The progress engine's poller: serves every mailbox of this process that holds a
 /// request.
 pub fn poll() {
+    if SERVING.load(Ordering::Relaxed) == 0 {
+        return;
+    }
     // (another thread serving meanwhile serves for this one too)
     let Ok(list) = SERVED.try_lock() else {
         return;
