@@ -33,16 +33,22 @@
  * (e) MPI_Accumulate(MPI_SUM) from all ranks at once to the same 1000 elements (MPI_LONG_LONG
  *     and MPI_DOUBLE with integral values) of every target, R times each, under shared
  *     locks: element-wise atomicity gives the exact totals.
+ * (f) On every flavor, in one lock_all epoch, R rounds over every target: even ranks
+ *     accumulate whole buffers (MPI_Accumulate and MPI_Get_accumulate of 256 long long
+ *     and double SUM, int MAX, uint64_t BXOR, and long long SUM 4 bytes off alignment;
+ *     in every other round through contiguous and vector derived datatypes), odd ranks update the same elements one at a time (MPI_Fetch_and_op, one-element
+ *     MPI_Accumulate and MPI_Get_accumulate). Oracle: the exact totals, maxima and
+ *     xors, and the values one rank fetches of an element only grow.
  *
  * Arguments (optional, positional): N for (a) (default 10000), M for (b) (default 200),
- * R for (d) and (e) (default 20). */
+ * R for (d), (e) and (f) (default 20), F: 0 leaves out (f) (default 1). */
 #define _GNU_SOURCE
 #include <sched.h>
 
 #include "rma_common.h"
 
 static int me, np;
-static long N = 10000, M = 200, R = 20;
+static long N = 10000, M = 200, R = 20, F = 1;
 
 /* ---- (a) contention on one counter ---- */
 
@@ -737,6 +743,161 @@ static void acc_concurrent(int flavor) {
     rma_win_free(&w);
 }
 
+/* ---- (f) one-element operations and whole-buffer accumulates on the same elements ---- */
+
+#define NMIX 256
+/* Byte offsets of the regions of (f): long long SUM, double SUM, int MAX, uint64_t BXOR,
+ * and long long SUM 4 bytes off an 8-byte boundary. */
+enum { MX_LL = 0, MX_D = 8 * NMIX, MX_I = 16 * NMIX, MX_U = 20 * NMIX, MX_M = 28 * NMIX + 4,
+       MX_BYTES = 36 * NMIX + 8 };
+
+static long long mx_ll(int r, int i, int single) { return (long long)(r + 1) * (i % (single ? 5 : 7) + 1); }
+static double mx_d(int r, int i) { return (double)((r + 2) * (i % 11)) + 0.25; }
+static int mx_i(int r, long k, int i) { return r * 1000 + (int)k * 10 + i % 9; }
+static uint64_t mx_u(int r, long k, int i) {
+    return ((uint64_t)r << 32) ^ ((uint64_t)k * 2654435761u) ^ (uint64_t)i;
+}
+
+static void mixed(int flavor) {
+    struct rma_win w;
+    rma_win_make(&w, flavor, MX_BYTES, 1, MPI_COMM_WORLD);
+    rma_local_begin(&w, MPI_LOCK_EXCLUSIVE);
+    for (int i = 0; i < NMIX; i++) {
+        long long x = (long long)me * i;
+        double y = -(double)i;
+        int z = -1;
+        uint64_t u = 0x5555aaaa0000ffffULL ^ (uint64_t)i;
+        memcpy(w.base + MX_LL + 8 * i, &x, 8);
+        memcpy(w.base + MX_D + 8 * i, &y, 8);
+        memcpy(w.base + MX_I + 4 * i, &z, 4);
+        memcpy(w.base + MX_U + 8 * i, &u, 8);
+        memcpy(w.base + MX_M + 8 * i, &x, 8);
+    }
+    rma_local_end(&w);
+    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    long long *lv = malloc(NMIX * sizeof *lv), *lr = malloc(NMIX * sizeof *lr);
+    long long *last = calloc((size_t)np * NMIX, sizeof *last);
+    double *dv = malloc(NMIX * sizeof *dv);
+    int *iv = malloc(NMIX * sizeof *iv);
+    uint64_t *uv = malloc(NMIX * sizeof *uv);
+    if (!lv || !lr || !last || !dv || !iv || !uv) rma_die("malloc", MPI_ERR_NO_MEM, __FILE__, __LINE__);
+    MPI_Datatype mx_ll_all, mx_ll_one, mx_d_half, mx_i_all, mx_u_all;
+    CHECK(MPI_Type_contiguous(NMIX, MPI_LONG_LONG, &mx_ll_all));
+    CHECK(MPI_Type_contiguous(1, MPI_LONG_LONG, &mx_ll_one));
+    CHECK(MPI_Type_vector(NMIX / 2, 1, 2, MPI_DOUBLE, &mx_d_half));
+    CHECK(MPI_Type_contiguous(NMIX, MPI_INT, &mx_i_all));
+    CHECK(MPI_Type_contiguous(NMIX, MPI_UINT64_T, &mx_u_all));
+    MPI_Datatype *mx_types[] = {&mx_ll_all, &mx_ll_one, &mx_d_half, &mx_i_all, &mx_u_all};
+    for (int j = 0; j < 5; j++) CHECK(MPI_Type_commit(mx_types[j]));
+    long bad = 0;
+    CHECK(MPI_Win_lock_all(0, w.win));
+    for (long k = 0; k < R; k++)
+        for (int dt = 0; dt < np; dt++) {
+            int t = (me + dt) % np;
+            MPI_Aint d0 = rma_disp(&w, t, 0);
+            if (me % 2 == 0) {
+                for (int i = 0; i < NMIX; i++) {
+                    lv[i] = mx_ll(me, i, 0);
+                    dv[i] = mx_d(me, i);
+                    iv[i] = mx_i(me, k, i);
+                    uv[i] = mx_u(me, k, i);
+                }
+                if (k % 2 == 0) {
+                    CHECK(MPI_Accumulate(lv, NMIX, MPI_LONG_LONG, t, d0 + MX_LL, NMIX, MPI_LONG_LONG, MPI_SUM, w.win));
+                    CHECK(MPI_Get_accumulate(dv, NMIX, MPI_DOUBLE, lr, NMIX, MPI_DOUBLE, t, d0 + MX_D, NMIX,
+                                             MPI_DOUBLE, MPI_SUM, w.win));
+                    CHECK(MPI_Accumulate(iv, NMIX, MPI_INT, t, d0 + MX_I, NMIX, MPI_INT, MPI_MAX, w.win));
+                    CHECK(MPI_Accumulate(uv, NMIX, MPI_UINT64_T, t, d0 + MX_U, NMIX, MPI_UINT64_T, MPI_BXOR,
+                                         w.win));
+                    CHECK(MPI_Accumulate(lv, NMIX, MPI_LONG_LONG, t, d0 + MX_M, NMIX, MPI_LONG_LONG, MPI_SUM, w.win));
+                } else {
+                    /* derived datatypes: contiguous ones, and vectors of every other
+                     * element (the even ones, then the odd ones) */
+                    CHECK(MPI_Accumulate(lv, 1, mx_ll_all, t, d0 + MX_LL, 1, mx_ll_all, MPI_SUM, w.win));
+                    for (int h = 0; h < 2; h++)
+                        CHECK(MPI_Get_accumulate(dv + h, 1, mx_d_half, lr + h, 1, mx_d_half, t,
+                                                 d0 + MX_D + 8 * h, 1, mx_d_half, MPI_SUM, w.win));
+                    CHECK(MPI_Accumulate(iv, 1, mx_i_all, t, d0 + MX_I, 1, mx_i_all, MPI_MAX, w.win));
+                    CHECK(MPI_Accumulate(uv, NMIX, MPI_UINT64_T, t, d0 + MX_U, 1, mx_u_all, MPI_BXOR, w.win));
+                    CHECK(MPI_Accumulate(lv, 1, mx_ll_all, t, d0 + MX_M, NMIX, MPI_LONG_LONG, MPI_SUM, w.win));
+                }
+                CHECK(MPI_Win_flush_local(t, w.win));
+            } else {
+                for (int i = 0; i < NMIX; i++) {
+                    long long a = mx_ll(me, i, 1), old = 0;
+                    double b = mx_d(me, i), dold;
+                    int c = mx_i(me, k, i), cold;
+                    uint64_t e = mx_u(me, k, i), eold;
+                    MPI_Aint at = d0 + MX_LL + 8 * i;
+                    switch (i % 3) {
+                    case 0: CHECK(MPI_Fetch_and_op(&a, &old, MPI_LONG_LONG, t, at, MPI_SUM, w.win)); break;
+                    case 1:
+                        CHECK(MPI_Accumulate(&a, 1, k % 2 ? mx_ll_one : MPI_LONG_LONG, t, at, 1,
+                                             k % 2 ? mx_ll_one : MPI_LONG_LONG, MPI_SUM, w.win));
+                        break;
+                    default:
+                        CHECK(MPI_Get_accumulate(&a, 1, MPI_LONG_LONG, &old, 1, MPI_LONG_LONG, t, at, 1,
+                                                 MPI_LONG_LONG, MPI_SUM, w.win));
+                    }
+                    long long mold;
+                    CHECK(MPI_Fetch_and_op(&b, &dold, MPI_DOUBLE, t, d0 + MX_D + 8 * i, MPI_SUM, w.win));
+                    CHECK(MPI_Fetch_and_op(&c, &cold, MPI_INT, t, d0 + MX_I + 4 * i, MPI_MAX, w.win));
+                    CHECK(MPI_Fetch_and_op(&e, &eold, MPI_UINT64_T, t, d0 + MX_U + 8 * i, MPI_BXOR, w.win));
+                    CHECK(MPI_Fetch_and_op(&a, &mold, MPI_LONG_LONG, t, d0 + MX_M + 8 * i, MPI_SUM, w.win));
+                    /* (the origin and result buffers are the caller's again) */
+                    CHECK(MPI_Win_flush_local(t, w.win));
+                    /* every contribution is positive: what one rank fetches of an element
+                     * only grows */
+                    if (i % 3 != 1) {
+                        if (k > 0 && old <= last[t * NMIX + i] && bad++ < 5)
+                            rma_fail(__FILE__, __LINE__, "(f) %s: rank %d element %d fetched %lld after %lld",
+                                     rma_flavor_name(flavor), t, i, old, last[t * NMIX + i]);
+                        last[t * NMIX + i] = old;
+                    }
+                }
+            }
+        }
+    CHECK(MPI_Win_unlock_all(w.win));
+    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    rma_local_begin(&w, MPI_LOCK_SHARED);
+    for (int i = 0; i < NMIX; i++) {
+        long long ex = (long long)me * i, x, m;
+        double ey = -(double)i, y;
+        int ez = -1, z;
+        uint64_t eu = 0x5555aaaa0000ffffULL ^ (uint64_t)i, u;
+        for (int r = 0; r < np; r++)
+            for (long k = 0; k < R; k++) {
+                ex += mx_ll(r, i, r % 2);
+                ey += mx_d(r, i);
+                if (mx_i(r, k, i) > ez) ez = mx_i(r, k, i);
+                eu ^= mx_u(r, k, i);
+            }
+        memcpy(&x, w.base + MX_LL + 8 * i, 8);
+        memcpy(&y, w.base + MX_D + 8 * i, 8);
+        memcpy(&z, w.base + MX_I + 4 * i, 4);
+        memcpy(&u, w.base + MX_U + 8 * i, 8);
+        memcpy(&m, w.base + MX_M + 8 * i, 8);
+        if ((x != ex || y != ey || z != ez || u != eu || m != ex) && bad++ < 5)
+            rma_fail(__FILE__, __LINE__,
+                     "(f) %s: element %d: long long %lld (expected %lld), double %.2f (%.2f), int %d "
+                     "(%d), uint64_t %#llx (%#llx), unaligned long long %lld",
+                     rma_flavor_name(flavor), i, x, ex, y, ey, z, ez, (unsigned long long)u,
+                     (unsigned long long)eu, m);
+    }
+    rma_local_end(&w);
+    char what[128];
+    snprintf(what, sizeof what, "(f) %s: elements with a wrong value", rma_flavor_name(flavor));
+    expect_eq(what, 0, bad);
+    free(lv);
+    free(lr);
+    free(last);
+    free(dv);
+    free(iv);
+    free(uv);
+    for (int j = 0; j < 5; j++) CHECK(MPI_Type_free(mx_types[j]));
+    rma_win_free(&w);
+}
+
 int main(int argc, char **argv) {
     rma_init(&argc, &argv);
     me = rma_rank;
@@ -744,8 +905,9 @@ int main(int argc, char **argv) {
     if (argc > 1) N = atol(argv[1]);
     if (argc > 2) M = atol(argv[2]);
     if (argc > 3) R = atol(argv[3]);
+    if (argc > 4) F = atol(argv[4]);
     if (N < 0 || M < 0 || R < 0) {
-        if (me == 0) fprintf(stderr, "usage: rma_atomic [N [M [R]]]\n");
+        if (me == 0) fprintf(stderr, "usage: rma_atomic [N [M [R [F]]]]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     static const int two[2] = {RMA_ALLOCATE, RMA_CREATE};
@@ -754,6 +916,7 @@ int main(int argc, char **argv) {
     for (int f = 0; f < 2; f++) fetch_ops(two[f]);
     for (int f = 0; f < RMA_NFLAVORS; f++) locks(f);
     for (int f = 0; f < 2; f++) acc_concurrent(two[f]);
+    for (int f = 0; F && f < RMA_NFLAVORS; f++) mixed(f);
     char summary[160];
     snprintf(summary, sizeof summary,
              "%ld fetch-and-adds per rank, %ld mutex sections per rank, %ld lock/accumulate "

@@ -183,6 +183,7 @@ impl Mapping {
         self.ptr as usize + off
     }
 
+    #[inline]
     fn at(&self, off: usize, size: usize) -> *mut u8 {
         assert!(
             off.is_multiple_of(size) && off + size <= self.len,
@@ -191,6 +192,7 @@ impl Mapping {
         self.ptr.wrapping_add(off)
     }
 
+    #[inline]
     pub fn u32_at(&self, off: usize) -> &AtomicU32 {
         // SAFETY: in bounds and aligned (`at`); the mapping outlives `self`'s borrow and
         // is only ever accessed atomically at this offset.

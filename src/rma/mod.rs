@@ -5,7 +5,8 @@
 //! fence, free) and one shared mapping (mem.rs) with its control block:
 //! - a 64-byte line per member: its lock word (bit 31 exclusive, the low bits the
 //!   number of shared holders), how many wait for that lock, the accumulate mutex of
-//!   its memory and how many wait for that;
+//!   its memory, how many wait for that, and whether hardware atomics are on for it
+//!   (atomic.rs);
 //! - the post/complete counters of the PSCW epochs, `n x n` u32 each;
 //! - for a dynamic window, each member's table of attached regions (a seqlock);
 //! - for MPI_Win_allocate(_shared), every member's window memory.
@@ -27,6 +28,7 @@
 //! call (ops.rs `put_get_lean`, `acc_lean`). Everything else, and every error, takes
 //! the full path.
 #![deny(unsafe_code)]
+pub mod atomic;
 mod cache;
 pub mod mem;
 pub mod ops;
@@ -49,6 +51,7 @@ const L_LOCK: usize = 0;
 const L_LOCK_WAITERS: usize = 4;
 const L_ACC: usize = 8;
 const L_ACC_WAITERS: usize = 12;
+const L_HW: usize = 16;
 /// Regions a member of a dynamic window may have attached at once.
 pub const DYN_MAX: usize = 1023;
 /// Bytes of a member's attach table: sequence word, count, (base, size) pairs.
@@ -111,6 +114,7 @@ impl Win {
     pub fn me(&self) -> usize {
         self.comm.rank
     }
+    #[inline]
     fn line(&self, t: usize) -> usize {
         t * LINE
     }
@@ -125,6 +129,11 @@ impl Win {
     }
     pub fn acc_waiters(&self, t: usize) -> &std::sync::atomic::AtomicU32 {
         self.map.u32_at(self.line(t) + L_ACC_WAITERS)
+    }
+    /// Whether hardware atomics are on for member `t`'s memory (atomic.rs).
+    #[inline]
+    pub fn hw_word(&self, t: usize) -> &std::sync::atomic::AtomicU32 {
+        self.map.u32_at(self.line(t) + L_HW)
     }
     /// How many times target `t` posted an exposure epoch to origin `o`.
     pub fn post_count(&self, t: usize, o: usize) -> &std::sync::atomic::AtomicU32 {

@@ -14,7 +14,7 @@
 //! Unsafe code here (every block has its SAFETY line): the reads and writes of the
 //! origin buffers (the MPI caller's addresses) and of window memory addressable here.
 #![allow(unsafe_code)]
-use super::{mem, sync, Place, Win};
+use super::{atomic, mem, sync, Place, Win};
 use crate::abi::*;
 use crate::datatype::TypeRef;
 use crate::error::{err, MpiResult};
@@ -261,6 +261,7 @@ fn target_range(place: Place, addr: usize, tg: &Tgt) -> (usize, usize) {
 
 /// MPI_Put.
 pub fn put(w: &Win, o: &Buf, tg: &Tgt, call: &str) -> MpiResult<()> {
+    atomic::note_plain();
     check_sizes(
         o.bytes(),
         "origin_count x origin_datatype",
@@ -278,6 +279,7 @@ pub fn put(w: &Win, o: &Buf, tg: &Tgt, call: &str) -> MpiResult<()> {
 
 /// MPI_Get.
 pub fn get(w: &Win, o: &Buf, tg: &Tgt, call: &str) -> MpiResult<()> {
+    atomic::note_plain();
     check_sizes(
         o.bytes(),
         "origin_count x origin_datatype",
@@ -306,6 +308,7 @@ pub fn get(w: &Win, o: &Buf, tg: &Tgt, call: &str) -> MpiResult<()> {
 /// memory, when that is addressable here, inside a passive-target epoch of this
 /// process and inside the window; None otherwise (the full path then checks and says
 /// what is wrong).
+#[inline]
 fn lean_target(w: &Win, rank: i32, disp: i64, len: usize) -> Option<usize> {
     let t = usize::try_from(rank).ok().filter(|&t| t < w.n())?;
     let tg = w.targets[t];
@@ -343,6 +346,7 @@ pub unsafe fn put_get_lean(
     tcount: i64,
     tdt: i32,
 ) -> bool {
+    atomic::note_plain();
     if dt != tdt || count != tcount || count <= 0 || origin == 0 {
         return false;
     }
@@ -392,6 +396,7 @@ pub unsafe fn acc_lean(
     tdt: i32,
     op: i32,
 ) -> bool {
+    atomic::note_plain();
     let Some(op) = BuiltinOp::from_handle(op) else {
         return false;
     };
@@ -417,27 +422,62 @@ pub unsafe fn acc_lean(
         return false;
     };
     let at = |a: usize| (a, a.wrapping_add(len));
-    let (t, o, r) = (at(addr), at(origin.0), result.map(|r| at(r.0)));
-    let clash = |x: Option<(usize, usize)>| x.is_some_and(|x| overlap(x, t));
-    if (!no_op && (overlap(o, t) || r.is_some_and(|r| overlap(r, o)))) || clash(r) {
+    let (tr, o, r) = (at(addr), at(origin.0), result.map(|r| at(r.0)));
+    let clash = |x: Option<(usize, usize)>| x.is_some_and(|x| overlap(x, tr));
+    if (!no_op && (overlap(o, tr) || r.is_some_and(|r| overlap(r, o)))) || clash(r) {
         return false;
     }
-    sync::try_acc_mutex(w, rank as usize, || {
+    let t = rank as usize;
+    // SAFETY: the origin and result buffers are the caller's (this function's
+    // contract), disjoint from the target bytes and from each other (checked).
+    let (inv, old) = unsafe {
+        (
+            if no_op {
+                &[][..]
+            } else {
+                mem::view(origin.0, len)
+            },
+            result.map(|r| mem::view_mut(r.0, len)),
+        )
+    };
+    if tcount == 1 && atomic::element_could(w, p, addr) {
+        // SAFETY: one aligned element of memory every member maps (element_could);
+        // the op is valid for the type (checked above).
+        if atomic::on(w, t) {
+            let locked = !(no_op || op == BuiltinOp::Replace && old.is_none());
+            unsafe { atomic::element(addr, p, op, inv, old) };
+            if locked {
+                atomic::note_fenced();
+            }
+            return true;
+        }
+        if old.is_some() {
+            return sync::try_acc_mutex(w, t, || {
+                atomic::turn_on(w, t);
+                // SAFETY: as above.
+                unsafe { atomic::element(addr, p, op, inv, old) }
+            })
+            .is_some();
+        }
+    }
+    sync::try_acc_mutex(w, t, || {
+        if atomic::window_can(w) && atomic::capable(p) && atomic::on(w, t) {
+            // SAFETY: window memory addressable here (lean_target), under the mutex;
+            // the buffers as above.
+            unsafe { atomic::run(addr, len, p, op, inv, old) };
+            return;
+        }
         // SAFETY: the target bytes are window memory addressable here (lean_target);
         // the accumulates of other processes wait for the mutex this closure holds,
-        // and other concurrent access to them is erroneous (MPI 4.1 §12.7). The
-        // origin and result buffers are the caller's (this function's contract),
-        // disjoint from the target bytes and from each other (checked).
-        unsafe {
-            if let Some(r) = r {
-                std::ptr::copy_nonoverlapping(addr as *const u8, r.0 as *mut u8, len);
-            }
-            if !no_op {
-                let inv = mem::view(origin.0, len);
-                match kernel {
-                    Some(k) => k(inv, mem::view_mut(addr, len)),
-                    None => std::ptr::copy_nonoverlapping(inv.as_ptr(), addr as *mut u8, len),
-                }
+        // and other concurrent access to them is erroneous (MPI 4.1 §12.7).
+        let cur = unsafe { mem::view_mut(addr, len) };
+        if let Some(o) = old {
+            o.copy_from_slice(cur);
+        }
+        if !no_op {
+            match kernel {
+                Some(k) => k(inv, cur),
+                None => cur.copy_from_slice(inv),
             }
         }
     })
@@ -459,6 +499,7 @@ pub unsafe fn cas_lean(
     rank: i32,
     disp: i64,
 ) -> bool {
+    atomic::note_plain();
     let Some(p) = lean_type(dt).filter(|p| p.size <= 16) else {
         return false;
     };
@@ -473,7 +514,27 @@ pub unsafe fn cas_lean(
         new[..n].copy_from_slice(mem::view(origin, n));
         cmp[..n].copy_from_slice(mem::view(compare, n));
     }
-    let done = sync::try_acc_mutex(w, rank as usize, || {
+    let t = rank as usize;
+    if atomic::element_could(w, p, addr) {
+        // SAFETY: one aligned element of memory every member maps (element_could).
+        let mut go = || unsafe { atomic::compare_swap(addr, p, &cmp, &new, &mut old) };
+        if atomic::on(w, t) {
+            go();
+            // (a compare-exchange is a locked instruction whether or not it swaps)
+            atomic::note_fenced();
+        } else if sync::try_acc_mutex(w, t, || {
+            atomic::turn_on(w, t);
+            go()
+        })
+        .is_none()
+        {
+            return false;
+        }
+        // SAFETY: the caller's writable result element (this function's contract).
+        unsafe { mem::copy_in(result, &old[..n]) };
+        return true;
+    }
+    let done = sync::try_acc_mutex(w, t, || {
         // SAFETY: the target element is window memory addressable here (lean_target),
         // under the target's accumulate mutex as in acc_lean.
         unsafe {
@@ -546,6 +607,7 @@ pub fn accumulate(
     op: BuiltinOp,
     call: &str,
 ) -> MpiResult<()> {
+    atomic::note_plain();
     // No data, nothing to combine: the op need not apply to the types (as in MPICH and
     // Open MPI, and as programs that probe for the call with count 0 expect).
     let (ob, rb) = (o.bytes(), result.map_or(0, |r| r.bytes()));
@@ -599,7 +661,31 @@ pub fn accumulate(
         // (a copy: the origin buffer may be window memory the mutex protects)
         Cow::Owned(o.packed().into_owned())
     };
+    let hw = crate::datatype::predefined::lookup(basic)
+        .filter(|&p| place == Place::Here && atomic::window_can(w) && atomic::capable(p));
     let old = sync::with_acc_mutex(w, tg.rank, || {
+        if let Some(p) = hw.filter(|_| atomic::on(w, tg.rank)) {
+            let mut old = result.map(|_| vec![0u8; len]);
+            crate::datatype::pack::walk(
+                &tg.t.layout,
+                tg.t.extent(),
+                tg.count,
+                0,
+                len,
+                |u, pos, n| {
+                    let iv = if op == BuiltinOp::NoOp {
+                        &[][..]
+                    } else {
+                        &inv[pos..pos + n]
+                    };
+                    let o = old.as_mut().map(|o| &mut o[pos..pos + n]);
+                    // SAFETY: `resolve` checked that every piece is inside the target's
+                    // window memory, addressable here; the mutex is held; `old` is ours.
+                    unsafe { atomic::run(addr.wrapping_add_signed(u), n, p, op, iv, o) }
+                },
+            );
+            return Ok(old);
+        }
         let mut cur = vec![0u8; len];
         if result.is_some() || !matches!(op, BuiltinOp::Replace) {
             read_target(w, place, addr, tg, &mut cur, call)?;
@@ -643,7 +729,44 @@ fn accumulate_here(
         o.packed()
     };
     let direct_result = result.filter(|r| r.t.is_contiguous() && !overlap(r.range(), trange));
+    let hw = crate::datatype::predefined::lookup(basic)
+        .filter(|&p| atomic::window_can(w) && atomic::capable(p));
+    if let Some(p) = hw.filter(|p| len == p.size && atomic::element_could(w, p, addr)) {
+        if atomic::on(w, rank) || result.is_some() {
+            let mut old = [0u8; 8];
+            let mut go = || {
+                let o = result.map(|_| &mut old[..]);
+                // SAFETY: one aligned element of memory every member maps
+                // (element_could), inside the target's window (`resolve`); the op is
+                // valid for the type (`basic_of`).
+                unsafe { atomic::element(addr, p, op, &inv, o) }
+            };
+            if atomic::on(w, rank) {
+                go();
+            } else {
+                sync::with_acc_mutex(w, rank, || {
+                    atomic::turn_on(w, rank);
+                    go();
+                    Ok(())
+                })?;
+            }
+            if let Some(r) = result {
+                r.store(&old[..len]);
+            }
+            return Ok(());
+        }
+    }
     sync::with_acc_mutex(w, rank, || {
+        if let Some(p) = hw.filter(|_| atomic::on(w, rank)) {
+            let mut old = result.map(|_| vec![0u8; len]);
+            // SAFETY: `resolve` checked that the target buffer is window memory
+            // addressable here; the mutex is held; `old` is ours.
+            unsafe { atomic::run(addr, len, p, op, &inv, old.as_deref_mut()) };
+            if let (Some(r), Some(old)) = (result, old) {
+                r.store(&old);
+            }
+            return Ok(());
+        }
         if let Some(r) = result {
             // SAFETY: `resolve` checked that the target buffer, `len` bytes at `addr`
             // for a contiguous type, is window memory addressable here.
@@ -682,6 +805,7 @@ pub fn compare_and_swap(
     disp: i64,
     call: &str,
 ) -> MpiResult<()> {
+    atomic::note_plain();
     let tg = Tgt {
         rank,
         disp,
@@ -697,6 +821,24 @@ pub fn compare_and_swap(
     };
     let new = one(origin).packed().into_owned();
     let cmp = one(compare).packed().into_owned();
+    let p = crate::datatype::predefined::lookup(t.basic_elem().map_or(MPI_DATATYPE_NULL, |b| b.0));
+    if let Some(p) = p.filter(|&p| place == Place::Here && atomic::element_could(w, p, addr)) {
+        let mut old = vec![0u8; n];
+        // SAFETY: one aligned element of memory every member maps (element_could),
+        // inside the target's window (`resolve`).
+        let mut go = || unsafe { atomic::compare_swap(addr, p, &cmp, &new, &mut old) };
+        if atomic::on(w, rank) {
+            go();
+        } else {
+            sync::with_acc_mutex(w, rank, || {
+                atomic::turn_on(w, rank);
+                go();
+                Ok(())
+            })?;
+        }
+        one(result).store(&old);
+        return Ok(());
+    }
     let old = sync::with_acc_mutex(w, rank, || {
         let mut cur = vec![0u8; n];
         read_target(w, place, addr, &tg, &mut cur, call)?;

@@ -688,7 +688,8 @@ pub fn flush_fast(w: &Win, t: Option<usize>) -> bool {
         Some(t) => w.open.to(t),
         None => w.open.any(),
     };
-    if ok {
+    // (after a locked instruction, the last data move's, there is nothing to order)
+    if ok && !super::atomic::fenced() {
         fence(Ordering::SeqCst);
     }
     ok

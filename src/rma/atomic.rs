@@ -1,0 +1,362 @@
+//! Hardware atomics for the accumulate family on memory every member maps
+//! (MPI_Win_allocate, MPI_Win_allocate_shared).
+//!
+//! An accumulate-family operation is atomic per element with respect to every other
+//! on the same location and predefined type (MPI 4.1 §12.7.1). By default each runs
+//! under its target's accumulate mutex (sync.rs) and combines with the reduction
+//! kernels. A Fetch_and_op, Compare_and_swap or one-element Get_accumulate of a
+//! type of 1, 2, 4 or 8 bytes without padding, at an address aligned to its size,
+//! needs no mutex: one locked instruction (an add, an exchange, or a compare-exchange
+//! loop around the same kernel) does it. That is only atomic with respect to the
+//! others if they update those elements with atomic instructions too, so each
+//! target's memory has a word in the control block that says whether hardware
+//! atomics are on:
+//! - it is set only by a holder of the target's accumulate mutex, and never cleared;
+//! - while it is off, the mutex alone protects every update (none is a hardware one);
+//! - once it is on, one-element operations of such types run without the mutex, and
+//!   every operation under the mutex updates the elements of such types one at a
+//!   time with atomic instructions (a compare-exchange per element for the
+//!   arithmetic ops, plain aligned loads and stores for MPI_NO_OP and MPI_REPLACE).
+//!
+//! The first fetching one-element operation on a target turns it on (holding the
+//! mutex, so that no update under the mutex is half done), so a target used as a
+//! counter or a lock goes lock-free, while a target that only sees large accumulates
+//! keeps the vector kernels. Memory of MPI_Win_create and dynamic windows is reached
+//! with copies across processes or by serving (ops.rs), which cannot be atomic per
+//! element, so it keeps the mutex always.
+#![allow(unsafe_code)]
+use super::Win;
+use crate::abi::*;
+use crate::datatype::predefined::{Elem, Predef};
+use crate::op::BuiltinOp;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+/// Whether this process's last one-sided data move ended with a locked instruction (a
+/// full barrier on x86-64), so that a flush after it has no memory to order (sync.rs
+/// `flush_fast`). Every data move clears it (ops.rs), the hardware paths set it.
+static FENCED: AtomicBool = AtomicBool::new(false);
+
+/// A data move that may leave plain stores in flight begins.
+#[inline]
+pub fn note_plain() {
+    FENCED.store(false, Ordering::Relaxed);
+}
+
+/// A data move ended with a locked instruction.
+#[inline]
+pub fn note_fenced() {
+    FENCED.store(true, Ordering::Relaxed);
+}
+
+/// Whether the last data move ended with a full barrier.
+#[inline]
+pub fn fenced() -> bool {
+    cfg!(target_arch = "x86_64") && FENCED.load(Ordering::Relaxed)
+}
+
+/// Whether window `w` may use hardware atomics: its memory is mapped by every member.
+#[inline]
+pub fn window_can(w: &Win) -> bool {
+    w.flavor == MPI_WIN_FLAVOR_ALLOCATE || w.flavor == MPI_WIN_FLAVOR_SHARED
+}
+
+/// Whether elements of `p` can be updated by one locked instruction.
+#[inline]
+pub fn capable(p: &Predef) -> bool {
+    matches!(p.size, 1 | 2 | 4 | 8) && p.size == p.extent && p.size == p.true_extent
+}
+
+/// Whether a one-element operation on `p` at `addr` could run without the mutex once
+/// hardware atomics are on for its target.
+#[inline]
+pub fn element_could(w: &Win, p: &Predef, addr: usize) -> bool {
+    // (the size is a power of two: a mask, not a division)
+    capable(p) && addr & (p.size - 1) == 0 && window_can(w)
+}
+
+/// Whether hardware atomics are on for target `t`'s memory.
+#[inline]
+pub fn on(w: &Win, t: usize) -> bool {
+    w.hw_word(t).load(Ordering::Acquire) != 0
+}
+
+/// Turns hardware atomics on for target `t`; the caller holds `t`'s accumulate mutex.
+#[inline]
+pub fn turn_on(w: &Win, t: usize) {
+    w.hw_word(t).store(1, Ordering::Release);
+}
+
+#[inline]
+fn to_u(b: &[u8]) -> u64 {
+    match b.len() {
+        1 => b[0] as u64,
+        2 => u16::from_ne_bytes([b[0], b[1]]) as u64,
+        4 => u32::from_ne_bytes(b.try_into().unwrap()) as u64,
+        _ => u64::from_ne_bytes(b.try_into().unwrap()),
+    }
+}
+
+#[inline]
+fn from_u(v: u64, out: &mut [u8]) {
+    match out.len() {
+        1 => out[0] = v as u8,
+        2 => out.copy_from_slice(&(v as u16).to_ne_bytes()),
+        4 => out.copy_from_slice(&(v as u32).to_ne_bytes()),
+        _ => out.copy_from_slice(&v.to_ne_bytes()),
+    }
+}
+
+/// Runs `$body` with `$a` the atomic of `$n` bytes at `$addr`, its value as `u64`.
+macro_rules! atomic_at {
+    ($n:expr, $addr:expr, |$a:ident, $t:ident| $body:expr) => {
+        match $n {
+            1 => {
+                // SAFETY: the caller's contract: `$addr` is an aligned element of window
+                // memory mapped here, only accessed atomically while hardware atomics
+                // are on (or under the mutex).
+                let $a = unsafe { AtomicU8::from_ptr($addr as *mut u8) };
+                type $t = u8;
+                $body
+            }
+            2 => {
+                // SAFETY: as above.
+                let $a = unsafe { AtomicU16::from_ptr($addr as *mut u16) };
+                type $t = u16;
+                $body
+            }
+            4 => {
+                // SAFETY: as above.
+                let $a = unsafe { AtomicU32::from_ptr($addr as *mut u32) };
+                type $t = u32;
+                $body
+            }
+            _ => {
+                // SAFETY: as above.
+                let $a = unsafe { AtomicU64::from_ptr($addr as *mut u64) };
+                type $t = u64;
+                $body
+            }
+        }
+    };
+}
+
+/// # Safety (for every function below)
+/// `addr` is aligned to `n` (1, 2, 4 or 8) and `n` bytes of window memory mapped in
+/// this process, which other processes update only atomically or under the mutex.
+#[allow(
+    clippy::unnecessary_cast,
+    reason = "one body for every width: the cast is the identity at 8 bytes"
+)]
+unsafe fn load(addr: usize, n: usize) -> u64 {
+    atomic_at!(n, addr, |a, _T| a.load(Ordering::Acquire) as u64)
+}
+
+unsafe fn store(addr: usize, n: usize, v: u64) {
+    atomic_at!(n, addr, |a, T| a.store(v as T, Ordering::Release))
+}
+
+#[allow(
+    clippy::unnecessary_cast,
+    reason = "one body for every width: the cast is the identity at 8 bytes"
+)]
+unsafe fn swap(addr: usize, n: usize, v: u64) -> u64 {
+    atomic_at!(n, addr, |a, T| a.swap(v as T, Ordering::AcqRel) as u64)
+}
+
+#[allow(
+    clippy::unnecessary_cast,
+    reason = "one body for every width: the cast is the identity at 8 bytes"
+)]
+unsafe fn fetch_add(addr: usize, n: usize, v: u64) -> u64 {
+    atomic_at!(n, addr, |a, T| a.fetch_add(v as T, Ordering::AcqRel) as u64)
+}
+
+/// Compare-exchange: Ok(()) when the element held `cur` (now `new`), else the value
+/// it holds.
+#[allow(
+    clippy::unnecessary_cast,
+    reason = "one body for every width: the cast is the identity at 8 bytes"
+)]
+unsafe fn cas(addr: usize, n: usize, cur: u64, new: u64) -> Result<(), u64> {
+    atomic_at!(n, addr, |a, T| a
+        .compare_exchange(cur as T, new as T, Ordering::AcqRel, Ordering::Acquire)
+        .map(|_| ())
+        .map_err(|v| v as u64))
+}
+
+#[inline]
+fn integer(p: &Predef) -> bool {
+    matches!(
+        p.elem,
+        Elem::I8 | Elem::I16 | Elem::I32 | Elem::I64 | Elem::U8 | Elem::U16 | Elem::U32 | Elem::U64
+    )
+}
+
+/// `inv op cur` for one element, by the reduction kernel.
+fn apply(k: crate::op::Kernel, inv: &[u8], cur: u64) -> u64 {
+    let n = inv.len();
+    let mut t = [0u8; 8];
+    from_u(cur, &mut t[..n]);
+    k(inv, &mut t[..n]);
+    to_u(&t[..n])
+}
+
+/// The element at `addr` that `cur` was read from, made `inv op` it atomically
+/// (retrying on `cur` changing); its value before.
+///
+/// # Safety
+/// As for [`element`].
+unsafe fn cas_loop(addr: usize, k: crate::op::Kernel, inv: &[u8], mut cur: u64) -> u64 {
+    loop {
+        let new = apply(k, inv, cur);
+        // SAFETY: this function's contract.
+        match unsafe { cas(addr, inv.len(), cur, new) } {
+            Ok(()) => return cur,
+            Err(v) => cur = v,
+        }
+    }
+}
+
+/// One element of `p` at `addr`, combined atomically: `*addr = inv op *addr` (for
+/// MPI_REPLACE `inv`, for MPI_NO_OP unchanged, `inv` then unused). Writes the value
+/// before into `old` when given. `op` is valid for `p` (checked by the caller).
+///
+/// # Safety
+/// `addr` is an element of window memory mapped here, aligned to `p.size`, on a
+/// target whose hardware atomics are on or whose accumulate mutex the caller holds
+/// ([`capable`] `p`); `inv` holds one element unless `op` is MPI_NO_OP.
+pub unsafe fn element(
+    addr: usize,
+    p: &'static Predef,
+    op: BuiltinOp,
+    inv: &[u8],
+    old: Option<&mut [u8]>,
+) {
+    let n = p.size;
+    // SAFETY (every block below): this function's contract.
+    let prev = match op {
+        BuiltinOp::NoOp => unsafe { load(addr, n) },
+        BuiltinOp::Replace if old.is_none() => {
+            unsafe { store(addr, n, to_u(&inv[..n])) };
+            return;
+        }
+        BuiltinOp::Replace => unsafe { swap(addr, n, to_u(&inv[..n])) },
+        BuiltinOp::Sum if integer(p) => unsafe { fetch_add(addr, n, to_u(&inv[..n])) },
+        _ => {
+            let Some(k) = crate::op::predefined_kernel(op, p) else {
+                unreachable!("the caller checked the op against the type");
+            };
+            unsafe { cas_loop(addr, k, &inv[..n], load(addr, n)) }
+        }
+    };
+    if let Some(o) = old {
+        from_u(prev, &mut o[..n]);
+    }
+}
+
+/// MPI_Compare_and_swap of one element of `p` at `addr`: `new` where it holds
+/// `cmp`; its value before into `old`.
+///
+/// # Safety
+/// As for [`element`].
+pub unsafe fn compare_swap(addr: usize, p: &Predef, cmp: &[u8], new: &[u8], old: &mut [u8]) {
+    let n = p.size;
+    let (c, v) = (to_u(&cmp[..n]), to_u(&new[..n]));
+    // SAFETY: this function's contract.
+    let prev = match unsafe { cas(addr, n, c, v) } {
+        Ok(()) => c,
+        Err(cur) => cur,
+    };
+    from_u(prev, &mut old[..n]);
+}
+
+/// `len` bytes of elements of `p` at `addr` (a whole number of them), combined as
+/// [`element`] does one, each atomically; the values before into `old` when given.
+/// Unaligned elements are combined plainly (no hardware operation touches them).
+///
+/// # Safety
+/// The caller holds the target's accumulate mutex; `addr .. addr + len` is window
+/// memory mapped here; `inv` holds `len` bytes unless `op` is MPI_NO_OP; `old` does
+/// not overlap the target bytes.
+pub unsafe fn run(
+    addr: usize,
+    len: usize,
+    p: &'static Predef,
+    op: BuiltinOp,
+    inv: &[u8],
+    mut old: Option<&mut [u8]>,
+) {
+    let n = p.size;
+    if addr & (n - 1) != 0 {
+        // SAFETY: this function's contract; the mutex protects these elements.
+        let cur = unsafe { super::mem::view_mut(addr, len) };
+        if let Some(o) = old {
+            o[..len].copy_from_slice(cur);
+        }
+        match op {
+            BuiltinOp::NoOp => {}
+            BuiltinOp::Replace => cur.copy_from_slice(&inv[..len]),
+            _ => {
+                let Some(k) = crate::op::predefined_kernel(op, p) else {
+                    unreachable!("the caller checked the op against the type");
+                };
+                k(&inv[..len], cur)
+            }
+        }
+        return;
+    }
+    let kernel = match op {
+        BuiltinOp::NoOp | BuiltinOp::Replace => None,
+        BuiltinOp::Sum if integer(p) => None,
+        _ => crate::op::predefined_kernel(op, p),
+    };
+    let Some(k) = kernel else {
+        for i in (0..len).step_by(n) {
+            let iv = if op == BuiltinOp::NoOp {
+                &[][..]
+            } else {
+                &inv[i..i + n]
+            };
+            // SAFETY: this function's contract, for the element at `i`.
+            unsafe {
+                element(
+                    addr + i,
+                    p,
+                    op,
+                    iv,
+                    old.as_deref_mut().map(|o| &mut o[i..i + n]),
+                )
+            };
+        }
+        return;
+    };
+    // The arithmetic ops: the kernel combines a chunk of snapshots at once, then each
+    // element is replaced by a compare-exchange; one that changed meanwhile (by an
+    // operation without the mutex) is combined again on its own.
+    const CHUNK: usize = 512;
+    let (mut before, mut after) = ([0u8; CHUNK], [0u8; CHUNK]);
+    let mut at = 0;
+    while at < len {
+        let m = (len - at).min(CHUNK);
+        for i in (0..m).step_by(n) {
+            // SAFETY: this function's contract, for the element at `at + i`.
+            from_u(unsafe { load(addr + at + i, n) }, &mut before[i..i + n]);
+        }
+        after[..m].copy_from_slice(&before[..m]);
+        k(&inv[at..at + m], &mut after[..m]);
+        for i in (0..m).step_by(n) {
+            let e = addr + at + i;
+            let cur = to_u(&before[i..i + n]);
+            // SAFETY: this function's contract, for the element at `e`.
+            let prev = match unsafe { cas(e, n, cur, to_u(&after[i..i + n])) } {
+                Ok(()) => cur,
+                // SAFETY: as above.
+                Err(v) => unsafe { cas_loop(e, k, &inv[at + i..at + i + n], v) },
+            };
+            if let Some(o) = old.as_deref_mut() {
+                from_u(prev, &mut o[at + i..at + i + n]);
+            }
+        }
+        at += m;
+    }
+}
