@@ -37,8 +37,9 @@
  *     accumulate whole buffers (MPI_Accumulate and MPI_Get_accumulate of 256 long long
  *     and double SUM, int MAX, uint64_t BXOR, and long long SUM 4 bytes off alignment;
  *     in every other round through contiguous and vector derived datatypes), odd ranks update the same elements one at a time (MPI_Fetch_and_op, one-element
- *     MPI_Accumulate and MPI_Get_accumulate). Oracle: the exact totals, maxima and
- *     xors, and the values one rank fetches of an element only grow.
+ *     MPI_Accumulate and MPI_Get_accumulate); and 2048 long long that even ranks
+ *     accumulate whole and odd ranks Fetch_and_op in two quarters. Oracle: the exact
+ *     totals, maxima and xors, and the values one rank fetches of an element only grow.
  *
  * Arguments (optional, positional): N for (a) (default 10000), M for (b) (default 200),
  * R for (d), (e) and (f) (default 20), F: 0 leaves out (f) (default 1). */
@@ -748,8 +749,11 @@ static void acc_concurrent(int flavor) {
 #define NMIX 256
 /* Byte offsets of the regions of (f): long long SUM, double SUM, int MAX, uint64_t BXOR,
  * and long long SUM 4 bytes off an 8-byte boundary. */
+#define NG 2048
+/* ... and NG long long SUM that the odd ranks update in two quarters only. */
 enum { MX_LL = 0, MX_D = 8 * NMIX, MX_I = 16 * NMIX, MX_U = 20 * NMIX, MX_M = 28 * NMIX + 4,
-       MX_BYTES = 36 * NMIX + 8 };
+       MX_G = 36 * NMIX + 8, MX_BYTES = MX_G + 8 * NG };
+static int mx_g_single(int i) { return (i >= NG / 4 && i < NG / 2) || i >= 3 * NG / 4; }
 
 static long long mx_ll(int r, int i, int single) { return (long long)(r + 1) * (i % (single ? 5 : 7) + 1); }
 static double mx_d(int r, int i) { return (double)((r + 2) * (i % 11)) + 0.25; }
@@ -773,14 +777,18 @@ static void mixed(int flavor) {
         memcpy(w.base + MX_U + 8 * i, &u, 8);
         memcpy(w.base + MX_M + 8 * i, &x, 8);
     }
+    for (int i = 0; i < NG; i++) {
+        long long x = (long long)me * i;
+        memcpy(w.base + MX_G + 8 * i, &x, 8);
+    }
     rma_local_end(&w);
     CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    long long *lv = malloc(NMIX * sizeof *lv), *lr = malloc(NMIX * sizeof *lr);
+    long long *lv = malloc(NMIX * sizeof *lv), *lr = malloc(NMIX * sizeof *lr), *gv = malloc(NG * sizeof *gv);
     long long *last = calloc((size_t)np * NMIX, sizeof *last);
     double *dv = malloc(NMIX * sizeof *dv);
     int *iv = malloc(NMIX * sizeof *iv);
     uint64_t *uv = malloc(NMIX * sizeof *uv);
-    if (!lv || !lr || !last || !dv || !iv || !uv) rma_die("malloc", MPI_ERR_NO_MEM, __FILE__, __LINE__);
+    if (!lv || !lr || !gv || !last || !dv || !iv || !uv) rma_die("malloc", MPI_ERR_NO_MEM, __FILE__, __LINE__);
     MPI_Datatype mx_ll_all, mx_ll_one, mx_d_half, mx_i_all, mx_u_all;
     CHECK(MPI_Type_contiguous(NMIX, MPI_LONG_LONG, &mx_ll_all));
     CHECK(MPI_Type_contiguous(1, MPI_LONG_LONG, &mx_ll_one));
@@ -802,6 +810,8 @@ static void mixed(int flavor) {
                     iv[i] = mx_i(me, k, i);
                     uv[i] = mx_u(me, k, i);
                 }
+                for (int i = 0; i < NG; i++) gv[i] = mx_ll(me, i, 0);
+                CHECK(MPI_Accumulate(gv, NG, MPI_LONG_LONG, t, d0 + MX_G, NG, MPI_LONG_LONG, MPI_SUM, w.win));
                 if (k % 2 == 0) {
                     CHECK(MPI_Accumulate(lv, NMIX, MPI_LONG_LONG, t, d0 + MX_LL, NMIX, MPI_LONG_LONG, MPI_SUM, w.win));
                     CHECK(MPI_Get_accumulate(dv, NMIX, MPI_DOUBLE, lr, NMIX, MPI_DOUBLE, t, d0 + MX_D, NMIX,
@@ -855,6 +865,12 @@ static void mixed(int flavor) {
                         last[t * NMIX + i] = old;
                     }
                 }
+                for (int i = 0; i < NG; i++) {
+                    long long a = mx_ll(me, i, 1), old;
+                    if (!mx_g_single(i)) continue;
+                    CHECK(MPI_Fetch_and_op(&a, &old, MPI_LONG_LONG, t, d0 + MX_G + 8 * i, MPI_SUM, w.win));
+                    CHECK(MPI_Win_flush_local(t, w.win));
+                }
             }
         }
     CHECK(MPI_Win_unlock_all(w.win));
@@ -884,12 +900,22 @@ static void mixed(int flavor) {
                      rma_flavor_name(flavor), i, x, ex, y, ey, z, ez, (unsigned long long)u,
                      (unsigned long long)eu, m);
     }
+    for (int i = 0; i < NG; i++) {
+        long long ex = (long long)me * i, x;
+        for (int r = 0; r < np; r++)
+            if (r % 2 == 0 || mx_g_single(i)) ex += R * mx_ll(r, i, r % 2);
+        memcpy(&x, w.base + MX_G + 8 * i, 8);
+        if (x != ex && bad++ < 5)
+            rma_fail(__FILE__, __LINE__, "(f) %s: element %d of the partly shared region: %lld (expected %lld)",
+                     rma_flavor_name(flavor), i, x, ex);
+    }
     rma_local_end(&w);
     char what[128];
     snprintf(what, sizeof what, "(f) %s: elements with a wrong value", rma_flavor_name(flavor));
     expect_eq(what, 0, bad);
     free(lv);
     free(lr);
+    free(gv);
     free(last);
     free(dv);
     free(iv);

@@ -5,8 +5,8 @@
 //! fence, free) and one shared mapping (mem.rs) with its control block:
 //! - a 64-byte line per member: its lock word (bit 31 exclusive, the low bits the
 //!   number of shared holders), how many wait for that lock, the accumulate mutex of
-//!   its memory, how many wait for that, and whether hardware atomics are on for it
-//!   (atomic.rs);
+//!   its memory, how many wait for that, and in which parts of it hardware atomics
+//!   are on (atomic.rs);
 //! - the post/complete counters of the PSCW epochs, `n x n` u32 each;
 //! - for a dynamic window, each member's table of attached regions (a seqlock);
 //! - for MPI_Win_allocate(_shared), every member's window memory.
@@ -132,8 +132,8 @@ impl Win {
     }
     /// Whether hardware atomics are on for member `t`'s memory (atomic.rs).
     #[inline]
-    pub fn hw_word(&self, t: usize) -> &std::sync::atomic::AtomicU32 {
-        self.map.u32_at(self.line(t) + L_HW)
+    pub fn hw_word(&self, t: usize) -> &std::sync::atomic::AtomicU64 {
+        self.map.u64_at(self.line(t) + L_HW)
     }
     /// How many times target `t` posted an exposure epoch to origin `o`.
     pub fn post_count(&self, t: usize, o: usize) -> &std::sync::atomic::AtomicU32 {

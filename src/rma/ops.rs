@@ -443,7 +443,7 @@ pub unsafe fn acc_lean(
     if tcount == 1 && atomic::element_could(w, p, addr) {
         // SAFETY: one aligned element of memory every member maps (element_could);
         // the op is valid for the type (checked above).
-        if atomic::on(w, t) {
+        if atomic::on(w, t, addr) {
             let locked = !(no_op || op == BuiltinOp::Replace && old.is_none());
             unsafe { atomic::element(addr, p, op, inv, old) };
             if locked {
@@ -453,7 +453,7 @@ pub unsafe fn acc_lean(
         }
         if old.is_some() {
             return sync::try_acc_mutex(w, t, || {
-                atomic::turn_on(w, t);
+                atomic::turn_on(w, t, addr);
                 // SAFETY: as above.
                 unsafe { atomic::element(addr, p, op, inv, old) }
             })
@@ -461,10 +461,10 @@ pub unsafe fn acc_lean(
         }
     }
     sync::try_acc_mutex(w, t, || {
-        if atomic::window_can(w) && atomic::capable(p) && atomic::on(w, t) {
+        if atomic::window_can(w) && atomic::capable(p) && atomic::any_on(w, t) {
             // SAFETY: window memory addressable here (lean_target), under the mutex;
             // the buffers as above.
-            unsafe { atomic::run(addr, len, p, op, inv, old) };
+            unsafe { atomic::run(w, t, addr, len, p, op, inv, old) };
             return;
         }
         // SAFETY: the target bytes are window memory addressable here (lean_target);
@@ -518,12 +518,12 @@ pub unsafe fn cas_lean(
     if atomic::element_could(w, p, addr) {
         // SAFETY: one aligned element of memory every member maps (element_could).
         let mut go = || unsafe { atomic::compare_swap(addr, p, &cmp, &new, &mut old) };
-        if atomic::on(w, t) {
+        if atomic::on(w, t, addr) {
             go();
             // (a compare-exchange is a locked instruction whether or not it swaps)
             atomic::note_fenced();
         } else if sync::try_acc_mutex(w, t, || {
-            atomic::turn_on(w, t);
+            atomic::turn_on(w, t, addr);
             go()
         })
         .is_none()
@@ -664,7 +664,7 @@ pub fn accumulate(
     let hw = crate::datatype::predefined::lookup(basic)
         .filter(|&p| place == Place::Here && atomic::window_can(w) && atomic::capable(p));
     let old = sync::with_acc_mutex(w, tg.rank, || {
-        if let Some(p) = hw.filter(|_| atomic::on(w, tg.rank)) {
+        if let Some(p) = hw.filter(|_| atomic::any_on(w, tg.rank)) {
             let mut old = result.map(|_| vec![0u8; len]);
             crate::datatype::pack::walk(
                 &tg.t.layout,
@@ -681,7 +681,7 @@ pub fn accumulate(
                     let o = old.as_mut().map(|o| &mut o[pos..pos + n]);
                     // SAFETY: `resolve` checked that every piece is inside the target's
                     // window memory, addressable here; the mutex is held; `old` is ours.
-                    unsafe { atomic::run(addr.wrapping_add_signed(u), n, p, op, iv, o) }
+                    unsafe { atomic::run(w, tg.rank, addr.wrapping_add_signed(u), n, p, op, iv, o) }
                 },
             );
             return Ok(old);
@@ -732,7 +732,7 @@ fn accumulate_here(
     let hw = crate::datatype::predefined::lookup(basic)
         .filter(|&p| atomic::window_can(w) && atomic::capable(p));
     if let Some(p) = hw.filter(|p| len == p.size && atomic::element_could(w, p, addr)) {
-        if atomic::on(w, rank) || result.is_some() {
+        if atomic::on(w, rank, addr) || result.is_some() {
             let mut old = [0u8; 8];
             let mut go = || {
                 let o = result.map(|_| &mut old[..]);
@@ -741,11 +741,11 @@ fn accumulate_here(
                 // valid for the type (`basic_of`).
                 unsafe { atomic::element(addr, p, op, &inv, o) }
             };
-            if atomic::on(w, rank) {
+            if atomic::on(w, rank, addr) {
                 go();
             } else {
                 sync::with_acc_mutex(w, rank, || {
-                    atomic::turn_on(w, rank);
+                    atomic::turn_on(w, rank, addr);
                     go();
                     Ok(())
                 })?;
@@ -757,11 +757,11 @@ fn accumulate_here(
         }
     }
     sync::with_acc_mutex(w, rank, || {
-        if let Some(p) = hw.filter(|_| atomic::on(w, rank)) {
+        if let Some(p) = hw.filter(|_| atomic::any_on(w, rank)) {
             let mut old = result.map(|_| vec![0u8; len]);
             // SAFETY: `resolve` checked that the target buffer is window memory
             // addressable here; the mutex is held; `old` is ours.
-            unsafe { atomic::run(addr, len, p, op, &inv, old.as_deref_mut()) };
+            unsafe { atomic::run(w, rank, addr, len, p, op, &inv, old.as_deref_mut()) };
             if let (Some(r), Some(old)) = (result, old) {
                 r.store(&old);
             }
@@ -827,11 +827,11 @@ pub fn compare_and_swap(
         // SAFETY: one aligned element of memory every member maps (element_could),
         // inside the target's window (`resolve`).
         let mut go = || unsafe { atomic::compare_swap(addr, p, &cmp, &new, &mut old) };
-        if atomic::on(w, rank) {
+        if atomic::on(w, rank, addr) {
             go();
         } else {
             sync::with_acc_mutex(w, rank, || {
-                atomic::turn_on(w, rank);
+                atomic::turn_on(w, rank, addr);
                 go();
                 Ok(())
             })?;
