@@ -4,8 +4,9 @@
 //! An accumulate-family operation is atomic per element with respect to every other
 //! on the same location and predefined type (MPI 4.1 §12.7.1). By default each runs
 //! under its target's accumulate mutex (sync.rs) and combines with the reduction
-//! kernels. A Fetch_and_op, Compare_and_swap or one-element Get_accumulate of a
-//! type of 1, 2, 4 or 8 bytes without padding, at an address aligned to its size,
+//! kernels. A Fetch_and_op, Compare_and_swap or one-element Accumulate or
+//! Get_accumulate of a type of 1, 2, 4 or 8 bytes without padding, at an address
+//! aligned to its size,
 //! needs no mutex: one locked instruction (an add, an exchange, or a compare-exchange
 //! loop around the same kernel) does it. That is only atomic with respect to the
 //! others if they update those elements with atomic instructions too, so each
@@ -21,7 +22,7 @@
 //!   compare-exchange per element for the arithmetic ops, plain aligned loads and
 //!   stores for MPI_NO_OP and MPI_REPLACE).
 //!
-//! The first fetching one-element operation in a granule sets its bit (holding the
+//! The first one-element operation in a granule sets its bit (holding the
 //! mutex, so that no update under the mutex is half done there). A counter or a lock
 //! word goes lock-free; accumulates of whole buffers elsewhere in the window keep the
 //! vector kernels (element-wise compare-exchanges take about 25 times as long: 1 MiB

@@ -9,7 +9,8 @@
 //! pieces otherwise. Every access is checked against the target's window first
 //! (MPI_ERR_RMA_RANGE: nothing is written). The accumulate family runs under the
 //! target's accumulate mutex (sync.rs) with the reduction kernels of op/ on the
-//! packed elements, so each is atomic with respect to every other on that target.
+//! packed elements, so each is atomic with respect to every other on that target;
+//! one-element operations on mapped memory are hardware atomics (atomic.rs).
 //!
 //! Unsafe code here (every block has its SAFETY line): the reads and writes of the
 //! origin buffers (the MPI caller's addresses) and of window memory addressable here.
@@ -451,14 +452,12 @@ pub unsafe fn acc_lean(
             }
             return true;
         }
-        if old.is_some() {
-            return sync::try_acc_mutex(w, t, || {
-                atomic::turn_on(w, t, addr);
-                // SAFETY: as above.
-                unsafe { atomic::element(addr, p, op, inv, old) }
-            })
-            .is_some();
-        }
+        return sync::try_acc_mutex(w, t, || {
+            atomic::turn_on(w, t, addr);
+            // SAFETY: as above.
+            unsafe { atomic::element(addr, p, op, inv, old) }
+        })
+        .is_some();
     }
     sync::try_acc_mutex(w, t, || {
         if atomic::window_can(w) && atomic::capable(p) && atomic::any_on(w, t) {
@@ -732,29 +731,27 @@ fn accumulate_here(
     let hw = crate::datatype::predefined::lookup(basic)
         .filter(|&p| atomic::window_can(w) && atomic::capable(p));
     if let Some(p) = hw.filter(|p| len == p.size && atomic::element_could(w, p, addr)) {
-        if atomic::on(w, rank, addr) || result.is_some() {
-            let mut old = [0u8; 8];
-            let mut go = || {
-                let o = result.map(|_| &mut old[..]);
-                // SAFETY: one aligned element of memory every member maps
-                // (element_could), inside the target's window (`resolve`); the op is
-                // valid for the type (`basic_of`).
-                unsafe { atomic::element(addr, p, op, &inv, o) }
-            };
-            if atomic::on(w, rank, addr) {
+        let mut old = [0u8; 8];
+        let mut go = || {
+            let o = result.map(|_| &mut old[..]);
+            // SAFETY: one aligned element of memory every member maps
+            // (element_could), inside the target's window (`resolve`); the op is
+            // valid for the type (`basic_of`).
+            unsafe { atomic::element(addr, p, op, &inv, o) }
+        };
+        if atomic::on(w, rank, addr) {
+            go();
+        } else {
+            sync::with_acc_mutex(w, rank, || {
+                atomic::turn_on(w, rank, addr);
                 go();
-            } else {
-                sync::with_acc_mutex(w, rank, || {
-                    atomic::turn_on(w, rank, addr);
-                    go();
-                    Ok(())
-                })?;
-            }
-            if let Some(r) = result {
-                r.store(&old[..len]);
-            }
-            return Ok(());
+                Ok(())
+            })?;
         }
+        if let Some(r) = result {
+            r.store(&old[..len]);
+        }
+        return Ok(());
     }
     sync::with_acc_mutex(w, rank, || {
         if let Some(p) = hw.filter(|_| atomic::any_on(w, rank)) {
