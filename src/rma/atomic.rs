@@ -173,9 +173,14 @@ macro_rules! atomic_at {
     };
 }
 
-/// # Safety (for every function below)
-/// `addr` is aligned to `n` (1, 2, 4 or 8) and `n` bytes of window memory mapped in
-/// this process, which other processes update only atomically or under the mutex.
+// The atomic primitives below share one contract: `addr` is aligned to `n` (1, 2, 4
+// or 8) and `n` bytes of window memory mapped in this process, which other processes
+// update only atomically or under the mutex.
+
+/// The element at `addr`, loaded atomically.
+///
+/// # Safety
+/// The shared contract of the atomic primitives above.
 #[allow(
     clippy::unnecessary_cast,
     reason = "one body for every width: the cast is the identity at 8 bytes"
@@ -184,10 +189,18 @@ unsafe fn load(addr: usize, n: usize) -> u64 {
     atomic_at!(n, addr, |a, _T| a.load(Ordering::Acquire) as u64)
 }
 
+/// `v` stored atomically at `addr`.
+///
+/// # Safety
+/// The shared contract of the atomic primitives.
 unsafe fn store(addr: usize, n: usize, v: u64) {
     atomic_at!(n, addr, |a, T| a.store(v as T, Ordering::Release))
 }
 
+/// `v` swapped in at `addr`; the value before.
+///
+/// # Safety
+/// The shared contract of the atomic primitives.
 #[allow(
     clippy::unnecessary_cast,
     reason = "one body for every width: the cast is the identity at 8 bytes"
@@ -196,6 +209,10 @@ unsafe fn swap(addr: usize, n: usize, v: u64) -> u64 {
     atomic_at!(n, addr, |a, T| a.swap(v as T, Ordering::AcqRel) as u64)
 }
 
+/// `v` added (wrapping) at `addr`; the value before.
+///
+/// # Safety
+/// The shared contract of the atomic primitives.
 #[allow(
     clippy::unnecessary_cast,
     reason = "one body for every width: the cast is the identity at 8 bytes"
@@ -206,6 +223,9 @@ unsafe fn fetch_add(addr: usize, n: usize, v: u64) -> u64 {
 
 /// Compare-exchange: Ok(()) when the element held `cur` (now `new`), else the value
 /// it holds.
+///
+/// # Safety
+/// The shared contract of the atomic primitives.
 #[allow(
     clippy::unnecessary_cast,
     reason = "one body for every width: the cast is the identity at 8 bytes"
@@ -266,19 +286,23 @@ pub unsafe fn element(
     old: Option<&mut [u8]>,
 ) {
     let n = p.size;
-    // SAFETY (every block below): this function's contract.
     let prev = match op {
+        // SAFETY: this function's contract.
         BuiltinOp::NoOp => unsafe { load(addr, n) },
         BuiltinOp::Replace if old.is_none() => {
+            // SAFETY: this function's contract.
             unsafe { store(addr, n, to_u(&inv[..n])) };
             return;
         }
+        // SAFETY: this function's contract.
         BuiltinOp::Replace => unsafe { swap(addr, n, to_u(&inv[..n])) },
+        // SAFETY: this function's contract.
         BuiltinOp::Sum if integer(p) => unsafe { fetch_add(addr, n, to_u(&inv[..n])) },
         _ => {
             let Some(k) = crate::op::predefined_kernel(op, p) else {
                 unreachable!("the caller checked the op against the type");
             };
+            // SAFETY: this function's contract.
             unsafe { cas_loop(addr, k, &inv[..n], load(addr, n)) }
         }
     };
