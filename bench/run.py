@@ -27,6 +27,8 @@ build tree DIR, paired by round: see vs_build_bench().
 `bench/run.py --rma` (make bench-rma) measures one-sided communication (bench/rmabench.c)
 against Debian's MPICH and Open MPI and the PyPI yardsticks of `make yardsticks`
 (BENCH_NP, BENCH_RMA_ROUNDS): see rma_bench().
+`bench/run.py --ddt` (make bench-ddt) measures derived datatypes (bench/ddtbench.c) against
+the same (BENCH_NP, BENCH_DDT_ROUNDS): see ddt_bench().
 """
 import datetime
 import math
@@ -1114,8 +1116,8 @@ RMA_SIZED = ["put_fence", "get_fence", "put_flush", "get_flush", "acc_flush", "s
              "memcpy"]
 
 
-def rma_impls():
-    """The implementations of the RMA benchmark, in column order: name -> dict with
+def yard_impls():
+    """The implementations of the RMA and derived-datatype benchmarks, in column order: name -> dict with
     nice, build (compile command without the output and source), launch(np) (the
     command before the program), env, settings (for the report), avail (False with
     a note when not installed). The PyPI yardsticks (`make yardsticks`) live in one
@@ -1198,6 +1200,66 @@ def run_rma(cmd, env_extra, timeout):
     return out, status, err.strip()
 
 
+
+def build_all(impls, prog, tag):
+    """Compiles bench/PROG.c with every available implementation of `impls`
+    (yard_impls()): (notes, exes), a note for each one left out (not installed, or
+    its build failed, with the undefined symbols), the executable of each other."""
+    os.makedirs(BUILD, exist_ok=True)
+    notes, exes = {}, {}
+    for name, d in impls.items():
+        if not d["avail"]:
+            notes[name] = "not installed" + (" (`make yardsticks`)" if name in
+                                             ("mpich5", "ompi5", "impi") else
+                                             " (`make build`)" if name == "shmpi" else "")
+            log(f"{tag}: {d['nice']}: {notes[name]}")
+            continue
+        exe = os.path.join(BUILD, f"{prog}.{name}")
+        cmd = (d["build"] + ["-o", exe, os.path.join(BENCH, prog + ".c")] + d.get("link", [])
+               + ["-lm"])
+        log("build: " + " ".join(cmd))
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            lines = [l for l in (r.stderr + r.stdout).splitlines() if l.strip()]
+            und = sorted({l.split("`")[1].split("'")[0] for l in lines
+                          if "undefined reference to `" in l})
+            notes[name] = ("build failed: undefined " + ", ".join(und[:6]) +
+                           (f" and {len(und) - 6} more" if len(und) > 6 else "")
+                           if und else "build failed: " + (lines[0] if lines else "?")[:200])
+            log(f"{tag}: {d['nice']}: {notes[name]}")
+            continue
+        exes[name] = exe
+    subprocess.run(["cc", "-O2", "-pthread", "-Wall", "-Wextra", "-Werror", "-o", PINGPONG,
+                    os.path.join(BENCH, "pingpong.c")], check=True)
+    return notes, exes
+
+
+def rounds_of_runs(impls, exes, notes, tag, args, nps, rounds, timeout, phase, take):
+    """`rounds` rounds; in each, per np, every built implementation runs its program
+    (`exes`) with `-l NAME` and `args`, back to back in a rotating order, each run
+    starting in the near phase. `take(name, fields, round, probes)` gets every
+    comma-separated output line and says whether it was a result; a failed run's
+    status and the tail of its stderr go to `notes`."""
+    names = [n for n in impls if n in exes]
+    for rnd in range(rounds):
+        for k, np_ in enumerate(nps):
+            shift = (rnd + k) % max(1, len(names))
+            for name in names[shift:] + names[:shift]:
+                d = impls[name]
+                log(f"{tag}: np {np_}, round {rnd + 1}/{rounds}, {d['nice']}")
+                before = phase.wait_near()
+                ts = time.time()
+                out, status, err = run_rma(d["launch"](np_) + [exes[name], "-l", name] + args,
+                                           d["env"], timeout)
+                after = phase.probe()
+                probes = ",".join("" if x is None else f"{x:.0f}" for x in (before, after))
+                got = sum(take(name, line.split(","), rnd, probes) for line in out.splitlines())
+                log(f"  {status} in {time.time() - ts:.1f} s, {got} cells; probes {probes} ns")
+                if status != "ok":
+                    tail = " / ".join(l for l in err.splitlines()[-3:])[-300:]
+                    notes.setdefault(name, f"np {np_}: {status} after {got} cells: {tail}")
+                    log(f"  {tail}")
+
 def rma_bench():
     """One-sided communication (bench/rmabench.c): MPI_Put/MPI_Get under fence and
     lock/flush, MPI_Accumulate, MPI_Fetch_and_op, MPI_Compare_and_swap, empty fence and
@@ -1221,67 +1283,26 @@ def rma_bench():
     rounds = int(os.environ.get("BENCH_RMA_ROUNDS", rounds))
     if os.environ.get("BENCH_NP"):
         nps = [int(x) for x in os.environ["BENCH_NP"].split()]
-    impls = rma_impls()
-    os.makedirs(BUILD, exist_ok=True)
-    notes = {}
-    exes = {}
-    for name, d in impls.items():
-        if not d["avail"]:
-            notes[name] = "not installed" + (" (`make yardsticks`)" if name in
-                                             ("mpich5", "ompi5", "impi") else
-                                             " (`make build`)" if name == "shmpi" else "")
-            log(f"rma: {d['nice']}: {notes[name]}")
-            continue
-        exe = os.path.join(BUILD, f"rmabench.{name}")
-        cmd = d["build"] + ["-o", exe, os.path.join(BENCH, "rmabench.c")] + d.get("link", [])
-        log("build: " + " ".join(cmd))
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            lines = [l for l in (r.stderr + r.stdout).splitlines() if l.strip()]
-            und = sorted({l.split("`")[1].split("'")[0] for l in lines
-                          if "undefined reference to `" in l})
-            notes[name] = ("build failed: undefined " + ", ".join(und[:6]) +
-                           (f" and {len(und) - 6} more" if len(und) > 6 else "")
-                           if und else "build failed: " + (lines[0] if lines else "?")[:200])
-            log(f"rma: {d['nice']}: {notes[name]}")
-            continue
-        exes[name] = exe
-    subprocess.run(["cc", "-O2", "-pthread", "-Wall", "-Wextra", "-Werror", "-o", PINGPONG,
-                    os.path.join(BENCH, "pingpong.c")], check=True)
+    impls = yard_impls()
+    notes, exes = build_all(impls, "rmabench", "rma")
     start = datetime.datetime.now(datetime.timezone.utc)
     load0 = os.getloadavg()[0]
     phase = Phase()
     phase.WAIT = 10.0
     phase.calibrate(6.0)
-    names = [n for n in impls if n in exes]
+    args = ["-s", ",".join(str(b) for b in sizes), "-t", cell_t, "-b", batches]
     samples = {}  # (impl, mode, np, bytes) -> [(median us, MB/s)]
     raw = ["impl,mode,bytes,np,median_us,mbps,best_us,iters,round,probe_before_ns,probe_after_ns"]
-    args = ["-s", ",".join(str(b) for b in sizes), "-t", cell_t, "-b", batches]
-    for rnd in range(rounds):
-        for k, np_ in enumerate(nps):
-            shift = (rnd + k) % max(1, len(names))
-            for name in names[shift:] + names[:shift]:
-                d = impls[name]
-                log(f"rma: np {np_}, round {rnd + 1}/{rounds}, {d['nice']}")
-                before = phase.wait_near()
-                ts = time.time()
-                out, status, err = run_rma(d["launch"](np_) + [exes[name], "-l", name] + args,
-                                           d["env"], timeout)
-                after = phase.probe()
-                probes = ",".join("" if x is None else f"{x:.0f}" for x in (before, after))
-                got = 0
-                for line in out.splitlines():
-                    f = line.split(",")
-                    if len(f) == 9 and f[0] == "rma" and f[1] == name:
-                        key = (name, f[2], int(f[4]), int(f[3]))
-                        samples.setdefault(key, []).append((float(f[5]), float(f[6])))
-                        raw.append(",".join(f[1:]) + f",{rnd + 1},{probes}")
-                        got += 1
-                log(f"  {status} in {time.time() - ts:.1f} s, {got} cells; probes {probes} ns")
-                if status != "ok":
-                    tail = " / ".join(l for l in err.splitlines()[-3:])[-300:]
-                    notes.setdefault(name, f"np {np_}: {status} after {got} cells: {tail}")
-                    log(f"  {tail}")
+
+    def take(name, f, rnd, probes):
+        if len(f) == 9 and f[0] == "rma" and f[1] == name:
+            samples.setdefault((name, f[2], int(f[4]), int(f[3])), []).append(
+                (float(f[5]), float(f[6])))
+            raw.append(",".join(f[1:]) + f",{rnd + 1},{probes}")
+            return True
+        return False
+
+    rounds_of_runs(impls, exes, notes, "rma", args, nps, rounds, timeout, phase, take)
     elapsed = time.time() - t0
     load1 = os.getloadavg()[0]
     cell = {k: (median([x[0] for x in v]), median([x[1] for x in v]))
@@ -1378,6 +1399,133 @@ def rma_bench():
         f"{time.time() - t0:.0f} s")
 
 
+# The derived-datatype benchmark (bench/ddtbench.c, `bench/run.py --ddt`, make bench-ddt).
+DDT_OPS = ["sendrecv", "bcast", "allreduce"]
+DDT_TITLE = {
+    "sendrecv": "MPI_Send/MPI_Recv, ping-pong between ranks 0 and 1 (half the round trip)",
+    "bcast": "MPI_Bcast from rank 0",
+    "allreduce": "MPI_Allreduce with a user-defined op adding the layout's doubles (the "
+                 "standard defines the predefined ops on predefined datatypes only)",
+}
+DDT_LAYOUTS = ["vec1", "vec8", "vec64", "indexed", "struct", "nested", "subarray"]
+
+
+def ddt_bench():
+    """Derived datatypes (bench/ddtbench.c): MPI_Send/Recv, MPI_Bcast and MPI_Allreduce
+    of vector (blocks of 1, 8, 64 doubles), indexed, struct {int; double}, nested and
+    subarray layouts, 8 KiB to 64 MiB of data, at np 2 and 4 (BENCH_NP), for shmpi and
+    the other implementations of yard_impls(), with a memcpy of the same bytes as the
+    reference. BENCH_DDT_ROUNDS (1) rounds, as rma_bench runs them. Writes
+    bench/ddt_results.md (BENCH_OUT to write elsewhere) and the raw lines to
+    target/bench/ddt_results.csv."""
+    t0 = time.time()
+    if QUICK:
+        nps, sizes, cell_t, batches, timeout = [2], [8192, 262144], "0.005", "3", 120
+    else:
+        nps, sizes, cell_t, batches, timeout = [2, 4], [8192, 262144, 8 << 20, 64 << 20], \
+            "0.02", "3", 600
+    rounds = int(os.environ.get("BENCH_DDT_ROUNDS", 1))
+    if os.environ.get("BENCH_NP"):
+        nps = [int(x) for x in os.environ["BENCH_NP"].split()]
+    impls = yard_impls()
+    notes, exes = build_all(impls, "ddtbench", "ddt")
+    start = datetime.datetime.now(datetime.timezone.utc)
+    load0 = os.getloadavg()[0]
+    phase = Phase()
+    phase.WAIT = 10.0
+    phase.calibrate(6.0)
+    args = ["-s", ",".join(str(b) for b in sizes), "-t", cell_t, "-b", batches]
+    samples = {}  # (impl, op, layout, np, size index) -> [(median us, MB/s, bytes)]
+    raw = ["impl,op,layout,bytes,np,median_us,mbps,iters,round,probe_before_ns,probe_after_ns"]
+
+    def take(name, f, rnd, probes):
+        if len(f) == 9 and f[0] == "ddt" and f[1] == name:
+            b = int(f[4])
+            k = min(range(len(sizes)), key=lambda i: abs(sizes[i] - b))
+            samples.setdefault((name, f[2], f[3], int(f[5]), k), []).append(
+                (float(f[6]), float(f[7]), b))
+            raw.append(",".join(f[1:]) + f",{rnd + 1},{probes}")
+            return True
+        return False
+
+    rounds_of_runs(impls, exes, notes, "ddt", args, nps, rounds, timeout, phase, take)
+    elapsed = time.time() - t0
+    load1 = os.getloadavg()[0]
+    cell = {k: (median([x[0] for x in v]), median([x[1] for x in v]), v[0][2])
+            for k, v in samples.items()}
+    env_s = " ".join(f"{k}={os.environ[k]}" for k in ("BENCH_QUICK", "BENCH_NP",
+                                                         "BENCH_DDT_ROUNDS", "BENCH_OUT")
+                     if os.environ.get(k))
+    cols = [n for n in impls if any(k[0] == n for k in cell)]
+    others = [n for n in cols if n != "shmpi"]
+    short = {"shmpi": "shmpi", "mpich": "MPICH4", "openmpi": "OMPI4", "mpich5": "MPICH5",
+             "ompi5": "OMPI5", "impi": "IMPI"}
+    L = ["# Derived datatypes: shmpi and other MPI implementations", "",
+         f"Command: `{(env_s + ' ') if env_s else ''}python3 bench/run.py --ddt` "
+         f"(`make bench-ddt`), {start:%Y-%m-%d %H:%M} UTC, {elapsed:.0f} s, {rounds} "
+         f"round(s), load {load0:.2f}/{load1:.2f}; machine: {machine()}.", "",
+         "bench/ddtbench.c: each layout is built for each size so that one element holds "
+         "that much data (a little less where its pattern does not divide it); vec1, vec8 "
+         "and vec64 are MPI_Type_vector of blocks of 1, 8 and 64 doubles at twice that "
+         "stride, indexed has blocks of 1..8 doubles and gaps of 1..3, struct is {int; "
+         "double} (12 bytes of data in 16), nested a resized struct of two vectors of an "
+         "indexed type (20 doubles in 320 bytes), subarray the left half of the columns "
+         "of a square array of doubles. Each cell is checked once against the values "
+         f"expected, then timed: an iteration count calibrated to about {cell_t} s per "
+         f"batch, {batches} batches, the median (the slowest rank's time for the "
+         "collectives). Every run started in the near phase of the machine where it "
+         f"could (fastest cache-line round trip {fmt(phase.best)} ns); the implementations "
+         "ran back to back in a rotating order.", "",
+         "MB/s = 10^6 bytes of data per second. Ratios are other's time / shmpi's time "
+         "(above 1: shmpi faster); `of memcpy`: shmpi's speed as a fraction of a memcpy of "
+         "the same bytes between contiguous buffers (median over every implementation's "
+         "runs; the goal is at least 0.5 for blocks of 64 bytes or more).", "",
+         "| column | implementation | build and run | status |", "|---|---|---|---|"]
+    for n, d in impls.items():
+        L.append(f"| {short[n]} | {d['nice']} | {d['settings']} | {notes.get(n, 'ok')} |")
+    L.append("")
+    mc = {}
+    for (n, op, lay, np_, k), c in cell.items():
+        if op == "memcpy":
+            mc.setdefault((np_, k), []).append(c[1])
+    mc = {key: median(v) for key, v in mc.items()}
+    for op in DDT_OPS:
+        if not any(key[1] == op for key in cell):
+            continue
+        L.append(f"## {DDT_TITLE[op]}")
+        L.append("")
+        L.append("MB/s, then ratios of the times.")
+        L.append("")
+        L.append("| np | layout | data | " + " | ".join(short[n] for n in cols) + " | " +
+                 " | ".join(f"{short[n]}/shmpi" for n in others) + " | of memcpy |")
+        L.append("|---|---|---|" + "---|" * (len(cols) + len(others) + 1))
+        for np_ in nps:
+            for lay in DDT_LAYOUTS:
+                for k in range(len(sizes)):
+                    c = {n: cell.get((n, op, lay, np_, k)) for n in cols}
+                    if not any(c.values()):
+                        continue
+                    b = next(x[2] for x in c.values() if x)
+                    t = {n: (x[0] if x else None) for n, x in c.items()}
+                    bw = {n: (x[1] if x else None) for n, x in c.items()}
+                    frac = (f"{bw['shmpi'] / mc[(np_, k)]:.2f}"
+                            if bw.get("shmpi") and mc.get((np_, k)) else "-")
+                    L.append(f"| {np_} | {lay} | {human(b)} | " +
+                             " | ".join(fmt(bw[n]) for n in cols) + " | " +
+                             " | ".join(ratio(t[n], t.get("shmpi")) for n in others) +
+                             f" | {frac} |")
+        L.append("")
+    text = "\n".join(L) + "\n"
+    os.makedirs(OUTDIR, exist_ok=True)
+    with open(os.path.join(OUTDIR, "ddt_results.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(BUILD, "ddt_results.csv"), "w") as f:
+        f.write("\n".join(raw) + "\n")
+    print(text)
+    log(f"bench: wrote {OUTDIR}/ddt_results.md and {BUILD}/ddt_results.csv in "
+        f"{time.time() - t0:.0f} s")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--plot-only"]:
         plot_only()
@@ -1387,6 +1535,8 @@ if __name__ == "__main__":
         p2p_bench()
     elif sys.argv[1:] == ["--rlocal"]:
         rlocal_bench()
+    elif sys.argv[1:] == ["--ddt"]:
+        ddt_bench()
     elif sys.argv[1:] == ["--rma"]:
         rma_bench()
     elif len(sys.argv) == 3 and sys.argv[1] == "--vs-build":
