@@ -53,7 +53,10 @@ install-pkgconfig:
 
 # The Fortran binding: libmpifort.so.12 (+ Debian's libmpichfort names), mpif.h, mpi.mod
 # (compiled here from the generated mpi.f90) and the mpif77/mpif90/mpifort wrappers.
-FC ?= gfortran
+# (make's built-in default for FC is f77, which ?= would keep)
+ifeq ($(origin FC),default)
+FC = gfortran
+endif
 install-fortran:
 	@cp -f target/release/libmpifort.so $(PREFIX)/lib/libmpifort.so.12.tmp && mv -f $(PREFIX)/lib/libmpifort.so.12.tmp $(PREFIX)/lib/libmpifort.so.12
 	@cd $(PREFIX)/lib && ln -sf libmpifort.so.12 libmpifort.so && ln -sf libmpifort.so.12 libmpichfort.so.12 && ln -sf libmpifort.so.12 libmpichfort.so

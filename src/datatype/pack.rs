@@ -1,11 +1,13 @@
 //! Streaming pack / unpack: byte ranges of the packed stream of `count` instances.
 //!
-//! [`walk`] maps a range of the packed stream to (user offset, stream position, length)
-//! pieces in safe code; [`raw`] is the only place that touches user memory.
+//! [`pack`] and [`unpack`] move any range of the stream by block loops (whole
+//! instances, whole blocks of a segment, a block cut by an end of the range);
+//! [`walk`] maps a range to (user offset, stream position, length) pieces in safe code
+//! for callers that do more than copy (one-sided communication).
 //!
 //! Unsafe code here (every block has its SAFETY line):
-//! - the user-memory accesses of `raw` and the typed block loops; a datatype addresses
-//!   bytes by displacement from an origin, which no slice can describe.
+//! - the user-memory accesses of the block loops; a datatype addresses bytes by
+//!   displacement from an origin, which no slice can describe.
 //! - MPI_Pack's and MPI_Unpack's user buffers (`Packing`), the C caller's addresses.
 use super::derived::{Type, TypeRef};
 use super::external;
@@ -74,6 +76,10 @@ pub fn walk(
 /// [`super::span`]), must be readable, as the MPI rules require of a send buffer.
 pub unsafe fn pack(t: &Type, count: usize, origin: *const u8, out: &mut [u8], skip: usize) {
     let n = out.len();
+    if n == 0 {
+        return;
+    }
+    check_range(&t.layout, count, skip, n);
     if let Some(s) = whole_one_seg(&t.layout, count, skip, n) {
         // SAFETY: every piece lies in the type map (this function's contract) and in
         // `out` (whole instances: `out` holds exactly count * size bytes).
@@ -82,25 +88,9 @@ pub unsafe fn pack(t: &Type, count: usize, origin: *const u8, out: &mut [u8], sk
         };
     }
     let (l, ext) = (&t.layout, t.extent());
-    let piecewise = |skip: usize, out: &mut [u8]| {
-        walk(l, ext, count, skip, out.len(), |off, pos, len| {
-            // SAFETY: `off..off+len` lies inside the type map of the instances (walk only
-            // yields type-map bytes), readable per this function's contract;
-            // `pos..pos+len` lies inside `out` (walk keeps pos + len <= out.len()).
-            unsafe { raw::read(origin, off, &mut out[pos..pos + len]) }
-        })
-    };
-    let Some((first, last)) = whole_instances(l, skip, n) else {
-        return piecewise(skip, out);
-    };
-    let size = l.size;
-    let (head, rest) = out.split_at_mut(first * size - skip);
-    let (mid, tail) = rest.split_at_mut((last - first) * size);
-    piecewise(skip, head);
-    // SAFETY: instances first..last lie in the type map (this function's contract) and
-    // `mid` holds exactly their packed bytes.
-    unsafe { instances::<true>(l, ext, first..last, origin.cast_mut(), mid.as_mut_ptr()) };
-    piecewise(last * size, tail);
+    // SAFETY: the range lies in the stream (checked); its blocks lie in the type map
+    // (this function's contract) and `out` holds exactly its bytes.
+    unsafe { range::<true>(l, ext, skip, n, origin.cast_mut(), out.as_mut_ptr()) }
 }
 
 /// Unpacks `inp` as bytes `[skip, skip + inp.len())` of the packed stream of `count`
@@ -110,38 +100,108 @@ pub unsafe fn pack(t: &Type, count: usize, origin: *const u8, out: &mut [u8], sk
 /// As [`pack`], with the bytes writable and not aliased by `inp`.
 pub unsafe fn unpack(t: &Type, count: usize, origin: *mut u8, inp: &[u8], skip: usize) {
     let n = inp.len();
+    if n == 0 {
+        return;
+    }
+    check_range(&t.layout, count, skip, n);
     if let Some(s) = whole_one_seg(&t.layout, count, skip, n) {
         // SAFETY: as in `pack`, for writing; `inp` is only read.
         return unsafe { one_seg::<false>(s, t.extent(), count, origin, inp.as_ptr().cast_mut()) };
     }
     let (l, ext) = (&t.layout, t.extent());
-    let piecewise = |skip: usize, inp: &[u8]| {
-        walk(l, ext, count, skip, inp.len(), |off, pos, len| {
-            // SAFETY: as in `pack`, for writing.
-            unsafe { raw::write(origin, off, &inp[pos..pos + len]) }
-        })
-    };
-    let Some((first, last)) = whole_instances(l, skip, n) else {
-        return piecewise(skip, inp);
-    };
-    let size = l.size;
-    let (head, rest) = inp.split_at(first * size - skip);
-    let (mid, tail) = rest.split_at((last - first) * size);
-    piecewise(skip, head);
-    // SAFETY: as in `pack`, for writing; `mid` is only read.
-    unsafe { instances::<false>(l, ext, first..last, origin, mid.as_ptr().cast_mut()) };
-    piecewise(last * size, tail);
+    // SAFETY: as in `pack`, for writing; `inp` is only read.
+    unsafe { range::<false>(l, ext, skip, n, origin, inp.as_ptr().cast_mut()) }
 }
 
-/// The whole instances `first..last` inside packed bytes `[skip, skip + len)` of
-/// layout `l`, when there is at least one: [`instances`] moves those, [`walk`] the
-/// partial ones around them.
-fn whole_instances(l: &Layout, skip: usize, len: usize) -> Option<(usize, usize)> {
-    if l.segs.is_empty() || l.size == 0 {
-        return None;
+/// Panics unless `[skip, skip + len)` lies in the packed stream of `count` instances of
+/// `l` (callers check; a wrong range would touch memory outside the type map).
+fn check_range(l: &Layout, count: usize, skip: usize, len: usize) {
+    assert!(
+        l.size > 0 && skip.checked_add(len).is_some_and(|e| e <= l.size * count),
+        "pack range {skip}+{len} outside {count} x {} bytes",
+        l.size
+    );
+}
+
+/// Packs (`PACK`) or unpacks bytes `[skip, skip + len)` of the packed stream of
+/// instances of layout `l` (`extent` bytes apart) by block loops: whole instances by
+/// [`instances`]; in a partial instance, each segment's whole blocks by
+/// [`seg_blocks`] and a block cut by either end of the range by its length. A pipe
+/// segment of a large message is such a range, where [`walk`]'s call per block is
+/// several times slower.
+///
+/// # Safety
+/// The range lies in the stream; every block it covers must be readable (`PACK`) or
+/// writable (unpack), `stream` must hold `len` bytes, writable when packing, and the
+/// two must not overlap.
+unsafe fn range<const PACK: bool>(
+    l: &Layout,
+    extent: isize,
+    skip: usize,
+    len: usize,
+    origin: *mut u8,
+    stream: *mut u8,
+) {
+    let size = l.size;
+    let (mut inst, mut off) = (skip / size, skip % size);
+    let mut pos = 0usize;
+    // One cut block: `n` bytes at `at` of the user's memory and stream byte `pos`.
+    let cut = |at: *mut u8, pos: usize, n: usize| {
+        // SAFETY: the callers pass `at .. + n` inside a block of the range and `pos ..
+        // + n` inside the stream (this function's contract).
+        unsafe {
+            let here = stream.add(pos);
+            if PACK {
+                std::ptr::copy_nonoverlapping(at.cast_const(), here, n)
+            } else {
+                std::ptr::copy_nonoverlapping(here.cast_const(), at, n)
+            }
+        }
+    };
+    while pos < len {
+        if off == 0 && len - pos >= size {
+            let n = (len - pos) / size;
+            // SAFETY: instances inst..inst + n lie in the range; the stream holds their
+            // bytes from `pos` on (the contract).
+            unsafe { instances::<PACK>(l, extent, inst..inst + n, origin, stream.add(pos)) };
+            pos += n * size;
+            inst += n;
+            continue;
+        }
+        let base = origin.wrapping_offset(inst as isize * extent);
+        let mut j = l.cum.partition_point(|&c| c <= off) - 1;
+        while j < l.segs.len() && pos < len {
+            let s = l.segs[j];
+            let within = off - l.cum[j];
+            let (mut k, b) = (within / s.len, within % s.len);
+            let block = |k: usize| base.wrapping_offset(s.disp + k as isize * s.stride);
+            if b != 0 {
+                let n = (s.len - b).min(len - pos);
+                cut(block(k).wrapping_add(b), pos, n);
+                pos += n;
+                off += n;
+                k += 1;
+            }
+            let nk = (s.count - k).min((len - pos) / s.len);
+            if nk > 0 {
+                // SAFETY: blocks k..k + nk of segment `s` of this instance lie in the
+                // range and the stream holds their bytes from `pos` on.
+                unsafe { seg_dispatch::<PACK>(s, k, nk, base, stream.add(pos)) };
+                pos += nk * s.len;
+                off += nk * s.len;
+                k += nk;
+            }
+            if k < s.count && pos < len {
+                let n = len - pos;
+                cut(block(k), pos, n);
+                pos += n;
+                off += n;
+            }
+            j += 1;
+        }
+        inst += 1;
+        off = 0;
     }
-    let (first, last) = (skip.div_ceil(l.size), (skip + len) / l.size);
-    (last > first).then_some((first, last))
 }
 
 /// Packs (`PACK`) or unpacks whole instances `range` of layout `l` (`extent` bytes
@@ -168,36 +228,55 @@ unsafe fn instances<const PACK: bool>(
         for s in &l.segs {
             // SAFETY: the blocks of segment `s` of instance `i` and the next
             // `s.count * s.len` stream bytes, per this function's contract.
-            unsafe {
-                let here = stream.add(pos);
-                match s.len {
-                    1 => seg_blocks::<PACK, 1>(*s, base, here),
-                    2 => seg_blocks::<PACK, 2>(*s, base, here),
-                    4 => seg_blocks::<PACK, 4>(*s, base, here),
-                    8 => seg_blocks::<PACK, 8>(*s, base, here),
-                    16 => seg_blocks::<PACK, 16>(*s, base, here),
-                    _ => seg_blocks::<PACK, 0>(*s, base, here),
-                }
-            }
+            unsafe { seg_dispatch::<PACK>(*s, 0, s.count, base, stream.add(pos)) };
             pos += s.count * s.len;
         }
     }
 }
 
-/// The blocks of segment `s` of the instance at `base`, to or from `stream`: `W` bytes
-/// each (0: `s.len`, copied with a variable length).
+/// Blocks `k0..k0 + nk` of segment `s` of the instance at `base`, to or from
+/// `stream`, by [`seg_blocks`] of the block's width.
 ///
 /// # Safety
-/// As [`instances`], for this segment of one instance.
+/// As [`seg_blocks`].
+#[inline(always)]
+unsafe fn seg_dispatch<const PACK: bool>(
+    s: super::layout::Seg,
+    k0: usize,
+    nk: usize,
+    base: *mut u8,
+    stream: *mut u8,
+) {
+    // SAFETY (each arm): this function's contract, with W == s.len or 0.
+    unsafe {
+        match s.len {
+            1 => seg_blocks::<PACK, 1>(s, k0, nk, base, stream),
+            2 => seg_blocks::<PACK, 2>(s, k0, nk, base, stream),
+            4 => seg_blocks::<PACK, 4>(s, k0, nk, base, stream),
+            8 => seg_blocks::<PACK, 8>(s, k0, nk, base, stream),
+            16 => seg_blocks::<PACK, 16>(s, k0, nk, base, stream),
+            _ => seg_blocks::<PACK, 0>(s, k0, nk, base, stream),
+        }
+    }
+}
+
+/// Blocks `k0..k0 + nk` of segment `s` of the instance at `base`, to or from `stream`:
+/// `W` bytes each (0: `s.len`, copied with a variable length).
+///
+/// # Safety
+/// Those blocks must be readable (`PACK`) or writable (unpack), `stream` must hold
+/// `nk * s.len` bytes, writable when packing, and the two must not overlap.
 #[inline(always)]
 unsafe fn seg_blocks<const PACK: bool, const W: usize>(
     s: super::layout::Seg,
+    k0: usize,
+    nk: usize,
     base: *mut u8,
     stream: *mut u8,
 ) {
     let w = if W == 0 { s.len } else { W };
-    let mut at = base.wrapping_offset(s.disp);
-    for k in 0..s.count {
+    let mut at = base.wrapping_offset(s.disp + k0 as isize * s.stride);
+    for k in 0..nk {
         // SAFETY: block `k` of the segment and its `w` stream bytes (the contract).
         unsafe {
             let here = stream.add(k * w);
@@ -283,33 +362,6 @@ unsafe fn one_seg<const PACK: bool>(
             8 => blocks::<PACK, 8>(s, extent, count, origin, stream),
             16 => blocks::<PACK, 16>(s, extent, count, origin, stream),
             _ => blocks::<PACK, 0>(s, extent, count, origin, stream),
-        }
-    }
-}
-
-/// The raw user-memory access: two copies.
-mod raw {
-    /// Copies `dst.len()` bytes from `origin + off` into `dst`.
-    ///
-    /// # Safety
-    /// `origin + off .. + dst.len()` must be readable and not overlap `dst`.
-    #[inline]
-    pub unsafe fn read(origin: *const u8, off: isize, dst: &mut [u8]) {
-        // SAFETY: per the contract above; wrapping_offset + copy read only valid bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(origin.wrapping_offset(off), dst.as_mut_ptr(), dst.len())
-        }
-    }
-
-    /// Copies `src` to `origin + off`.
-    ///
-    /// # Safety
-    /// `origin + off .. + src.len()` must be writable and not overlap `src`.
-    #[inline]
-    pub unsafe fn write(origin: *mut u8, off: isize, src: &[u8]) {
-        // SAFETY: per the contract above.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src.as_ptr(), origin.wrapping_offset(off), src.len())
         }
     }
 }

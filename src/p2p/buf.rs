@@ -4,7 +4,8 @@
 //! Unsafe code here (every block has its SAFETY line):
 //! - `UserBuf`, the raw pointer and length of a buffer the program lent to an operation
 //!   that may complete later (no lifetime can say "until the request completes"), and
-//!   its streaming copy; `Unpack`'s origin, unpacked into when a receive completes;
+//!   its streaming copy; `Typed`'s origin, the buffer of a non-contiguous datatype that
+//!   a send packs from and a receive unpacks into as the message moves;
 //! - the user buffers of `count` instances of a datatype that a send transmits or a
 //!   receive fills (`send_data`, `recv_into`, `pack_vec`), the C caller's addresses.
 use super::{RecvInto, SendData};
@@ -184,49 +185,73 @@ unsafe fn copy_nt(dst: *mut u8, src: &[u8]) {
     unsafe { ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) }
 }
 
-/// A receive into a non-contiguous datatype: the message lands packed in `tmp` and is
-/// unpacked into the user's buffer when the receive completes.
-pub struct Unpack {
+/// The buffer of a send or receive of `count` instances of a non-contiguous datatype:
+/// the message is packed from it (a send) or unpacked into it (a receive) range by
+/// range as it moves, straight to and from the ring frame, the pipe's segments or a
+/// small staging buffer, never as a whole (a whole packed copy of a large message is
+/// memory the kernel must fault in and clear on every call: two thirds of the time of a
+/// 64 MiB vector's ping-pong went there).
+pub struct Typed {
     pub ty: crate::datatype::TypeRef,
     pub count: usize,
     origin: *mut u8,
-    pub tmp: Vec<u8>,
+    /// Bytes of the packed stream of the `count` instances.
+    len: usize,
 }
 
-// SAFETY: the origin is the MPI caller's receive buffer, valid until the request
-// completes; it is only written when the request completes.
-unsafe impl Send for Unpack {}
+// SAFETY: the origin is the MPI caller's buffer, valid until the request completes;
+// moving the descriptor between threads does not access it.
+unsafe impl Send for Typed {}
 
-impl Unpack {
+impl Typed {
     /// # Safety
-    /// `origin` must be the address of a receive buffer that holds `count` instances
-    /// of `ty` and stays valid until the receive completes.
-    pub unsafe fn new(ty: crate::datatype::TypeRef, count: usize, origin: *mut u8) -> Unpack {
-        let n = ty.size() * count;
-        Unpack {
+    /// `origin` must be the address of a buffer that holds `count` instances of `ty`
+    /// (readable for a send, writable for a receive), whose packed stream has `len`
+    /// bytes, and that stays valid until the operation completes.
+    pub unsafe fn new(
+        ty: crate::datatype::TypeRef,
+        count: usize,
+        origin: *mut u8,
+        len: usize,
+    ) -> Typed {
+        Typed {
             ty,
             count,
             origin,
-            tmp: vec![0u8; n],
+            len,
         }
     }
-    /// The packed staging buffer the message is received into.
-    pub fn target(&mut self) -> UserBuf {
-        UserBuf {
-            ptr: self.tmp.as_mut_ptr(),
-            len: self.tmp.len(),
-        }
+    /// Bytes of the packed stream.
+    pub fn len(&self) -> usize {
+        self.len
     }
-    /// Unpacks the first `received` bytes into the user's buffer.
-    pub fn finish(&self, received: usize) {
-        let n = received.min(self.tmp.len());
-        if n > 0 {
-            // SAFETY: `new`'s contract: the origin holds `count` instances; a prefix of
-            // the packed stream touches only bytes of those instances.
-            unsafe {
-                crate::datatype::unpack(&self.ty, self.count, self.origin, &self.tmp[..n], 0)
-            };
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Packs stream bytes `off .. off + dst.len()` into `dst`.
+    pub fn pack_at(&self, off: usize, dst: &mut [u8]) {
+        assert!(off + dst.len() <= self.len);
+        // SAFETY: `new`'s contract: the origin holds `count` instances, and the range
+        // lies in their stream (checked).
+        unsafe { crate::datatype::pack(&self.ty, self.count, self.origin, dst, off) }
+    }
+    /// Unpacks `src` as stream bytes `off ..` of the buffer, what of it fits.
+    pub fn unpack_at(&self, off: usize, src: &[u8]) {
+        if off >= self.len {
+            return;
         }
+        let n = src.len().min(self.len - off);
+        // SAFETY: `new`'s contract: the origin holds `count` writable instances (this is
+        // a receive's buffer), and the range lies in their stream (clamped); `src` is
+        // library memory, not the user's buffer.
+        unsafe { crate::datatype::unpack(&self.ty, self.count, self.origin, &src[..n], off) }
+    }
+    /// The whole packed stream in a new vector (a send whose data must outlive the
+    /// call: MPI_Bsend, MPI_Sendrecv_replace).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = vec![0u8; self.len];
+        self.pack_at(0, &mut v);
+        v
     }
 }
 
@@ -303,7 +328,13 @@ pub fn send_data(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> Mpi
     if t.contiguous {
         return Ok(SendData::User(contiguous(p, count, t, arg)?));
     }
-    Ok(SendData::Owned(pack_vec(p, count, t, arg)?))
+    check_base(p, count, t, arg)?;
+    let ty = crate::datatype::lookup(t.handle)?;
+    let len = packed_len(t, count)?;
+    // SAFETY: the MPI caller keeps the send buffer valid until the request completes.
+    Ok(SendData::Typed(unsafe {
+        Typed::new(ty, count, p as *mut u8, len)
+    }))
 }
 
 /// Where a receive of `count` instances at `p` puts the message.
@@ -313,10 +344,11 @@ pub fn recv_into(p: *mut c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiRe
     }
     check_base(p, count, t, arg)?;
     let ty = crate::datatype::lookup(t.handle)?;
+    let len = packed_len(t, count)?;
     // SAFETY: the MPI caller keeps the receive buffer valid until the request completes.
-    Ok(RecvInto::Typed(Box::new(unsafe {
-        Unpack::new(ty, count, p as *mut u8)
-    })))
+    Ok(RecvInto::Typed(unsafe {
+        Typed::new(ty, count, p as *mut u8, len)
+    }))
 }
 
 #[cfg(test)]

@@ -120,8 +120,12 @@ pub enum Mode {
 
 /// The bytes a send takes from.
 pub enum SendData {
+    /// Contiguous bytes of the program's.
     User(UserBuf),
+    /// Bytes the library holds.
     Owned(Vec<u8>),
+    /// A non-contiguous datatype in the program's buffer, packed as it goes out.
+    Typed(buf::Typed),
 }
 
 impl SendData {
@@ -129,20 +133,33 @@ impl SendData {
         match self {
             SendData::User(b) => b.len(),
             SendData::Owned(v) => v.len(),
+            SendData::Typed(t) => t.len(),
         }
     }
-    /// Where the bytes are in this process (they do not move while the send is on:
-    /// an owned vector is never resized).
-    fn addr(&self) -> usize {
+    /// Where the bytes are in this process, if they lie there as one block that does
+    /// not move while the send is on (an owned vector is never resized): what a
+    /// receiver may read directly.
+    fn addr(&self) -> Option<usize> {
         match self {
-            SendData::User(b) => b.addr(),
-            SendData::Owned(v) => v.as_ptr() as usize,
+            SendData::User(b) => Some(b.addr()),
+            SendData::Owned(v) => Some(v.as_ptr() as usize),
+            SendData::Typed(_) => None,
         }
     }
     fn copy_out(&self, off: usize, dst: &mut [u8]) {
         match self {
             SendData::User(b) => b.read_at(off, dst),
             SendData::Owned(v) => dst.copy_from_slice(&v[off..off + dst.len()]),
+            SendData::Typed(t) => t.pack_at(off, dst),
+        }
+    }
+    /// The data as bytes the library holds (a send that must not read the program's
+    /// buffer after the call: MPI_Bsend, MPI_Sendrecv_replace).
+    pub fn into_owned(self) -> SendData {
+        match self {
+            SendData::User(b) => SendData::Owned(b.as_slice().to_vec()),
+            SendData::Typed(t) => SendData::Owned(t.to_vec()),
+            owned => owned,
         }
     }
 }
@@ -200,11 +217,9 @@ struct RecvReq {
     ctx: u32,
     src: i32, // world rank or MPI_ANY_SOURCE
     tag: i32,
-    buf: UserBuf,
+    into: RecvInto,
     stage: RecvStage,
     comm_src: i32, // source rank as the user sees it, once matched
-    /// For a non-contiguous datatype: where the packed message goes, unpacked at the end.
-    unpack: Option<Box<buf::Unpack>>,
 }
 
 enum ReqKind {
@@ -251,11 +266,8 @@ impl Req {
         let ReqKind::Recv(r) = &mut self.kind else {
             unreachable!()
         };
-        let cap = r.buf.len();
+        let cap = r.into.cap();
         r.stage = RecvStage::Done;
-        if let Some(u) = &r.unpack {
-            u.finish(len.min(cap));
-        }
         self.complete = true;
         self.status.count_bytes = len.min(cap) as u64;
         self.status.error = if len > cap {
@@ -266,16 +278,49 @@ impl Req {
     }
 }
 
-/// Reads what fits in `buf` of a `len`-byte message at `addr` in the memory of the
-/// process in slot `src` (its request to send was `F_RTS_DIRECT`); false if that
-/// failed (then the pipe carries it).
-fn read_direct(a: &Arena, src: usize, addr: u64, buf: &UserBuf, len: usize) -> bool {
+/// Reads what fits in receive `r` of a `len`-byte message at `addr` in the memory of
+/// the process in slot `src` (its request to send was `F_RTS_DIRECT`); false if that
+/// failed (then the pipe carries it). A non-contiguous receive reads it in pieces of
+/// [`STAGE`] bytes into `stage` and unpacks each.
+fn read_direct(
+    a: &Arena,
+    src: usize,
+    addr: u64,
+    r: &RecvReq,
+    len: usize,
+    stage: &mut Vec<u8>,
+) -> bool {
     let pid = a.rank_pid(src).load(Ordering::Acquire) as i32;
-    let n = len.min(buf.len());
-    // SAFETY: the receive buffer of the request being completed, which it owns; nothing
-    // else refers to it during the read.
-    crate::shm::peer::read(pid, addr as usize, unsafe { buf.sub(0, n).as_mut_slice() }).is_ok()
+    let n = len.min(r.into.cap());
+    let u = match &r.into {
+        RecvInto::Bytes(b) => {
+            let b = b.sub(0, n);
+            // SAFETY: the receive buffer of the request being completed, which it owns;
+            // nothing else refers to it during the read.
+            let dst = unsafe { b.as_mut_slice() };
+            return crate::shm::peer::read(pid, addr as usize, dst).is_ok();
+        }
+        RecvInto::Typed(u) => u,
+    };
+    if stage.len() < n.min(STAGE) {
+        stage.resize(n.min(STAGE), 0);
+    }
+    let mut off = 0;
+    while off < n {
+        let k = (n - off).min(STAGE);
+        if crate::shm::peer::read(pid, addr as usize + off, &mut stage[..k]).is_err() {
+            return false;
+        }
+        u.unpack_at(off, &stage[..k]);
+        off += k;
+    }
+    true
 }
+
+/// Bytes of the staging buffer through which a non-contiguous receive reads a message
+/// from its sender's memory: small enough to stay in the cache between the read and
+/// the unpack.
+const STAGE: usize = 256 << 10;
 
 struct Unexpected {
     src: usize,
@@ -359,6 +404,9 @@ struct Engine {
     reads: Vec<usize>,
     /// Per source: receives streaming or waiting to issue CTS, in match order.
     rdv_recvs: Vec<VecDeque<usize>>,
+    /// The staging buffer of direct reads into non-contiguous receives
+    /// ([`read_direct`]), kept between them.
+    stage: Vec<u8>,
     next_msg_id: Vec<u64>,
     /// Bytes of the MPI_Bsend buffer in use, and its capacity.
     bsend_used: usize,
@@ -464,7 +512,7 @@ fn try_push(
     };
     let fill = |at| {
         if f.kind == F_RTS_DIRECT {
-            let addr = data.addr() as u64;
+            let addr = data.addr().expect("a direct offer of bytes in place") as u64;
             a.write(at, &addr.to_le_bytes());
         } else {
             // SAFETY: the frame's inline bytes in a ring entry `push_seen` reserved for
@@ -557,10 +605,9 @@ impl Engine {
                 comm.peer_world(source as usize) as i32
             },
             tag,
-            buf: UserBuf::empty(),
+            into: RecvInto::Bytes(UserBuf::empty()),
             stage: RecvStage::Posted,
             comm_src: 0,
-            unpack: None,
         };
         self.unexpected
             .iter()
@@ -588,7 +635,7 @@ impl Engine {
         r.comm_src = comm_src;
         match payload {
             Payload::Eager(bytes) => {
-                r.buf.write_at(0, &bytes[..len.min(r.buf.len())]);
+                r.into.put(0, &bytes[..len]);
                 req.finish_recv(len);
             }
             Payload::Rdv { msg_id, addr } if addr != 0 && crate::shm::peer::usable() => {
@@ -627,6 +674,7 @@ impl Engine {
     /// senders' memory and tells the senders (`F_READ`); one this process cannot read
     /// goes by the pipe instead.
     fn read_due(&mut self, a: &Arena, me: usize) {
+        let mut stage = std::mem::take(&mut self.stage);
         for id in std::mem::take(&mut self.reads) {
             let r = self.recv_of(id);
             let RecvStage::Reading {
@@ -638,7 +686,7 @@ impl Engine {
             else {
                 unreachable!()
             };
-            if read_direct(a, src, addr, &r.buf, len) {
+            if read_direct(a, src, addr, r, len, &mut stage) {
                 self.req(id).finish_recv(len);
                 self.control
                     .push_back((src, control_frame(F_READ, 0, msg_id)));
@@ -646,6 +694,7 @@ impl Engine {
                 self.start_pipe(a, id, src, len, msg_id);
             }
         }
+        self.stage = stage;
         self.flush_control(a, me);
     }
 
@@ -655,13 +704,14 @@ impl Engine {
         while let Some(&id) = self.rdv_recvs[src].front() {
             let p = pipe(a, src, me);
             let r = self.recv_of(id);
+            let RecvReq { stage, into, .. } = r;
             let RecvStage::Streaming {
                 len,
                 got,
                 msg_id,
                 cts_sent,
                 ..
-            } = &mut r.stage
+            } = stage
             else {
                 unreachable!()
             };
@@ -673,14 +723,14 @@ impl Engine {
             // Pull available bytes.
             let produced = a.u64_at(p.produced).load(Ordering::Acquire) as usize;
             let mut consumed = a.u64_at(p.consumed).load(Ordering::Relaxed) as usize;
-            let cap = r.buf.len();
+            let cap = into.cap();
             let mut moved = false;
             while consumed < produced && *got < *len {
                 let pos = consumed % p.cap;
                 let n = (produced - consumed).min(p.cap - pos).min(*len - *got);
                 if *got < cap {
                     let k = n.min(cap - *got);
-                    r.buf.write_at(*got, a.slice(p.data + pos, k));
+                    into.put(*got, a.slice(p.data + pos, k));
                 }
                 *got += n;
                 consumed += n;
@@ -690,6 +740,7 @@ impl Engine {
                 a.u64_at(p.consumed)
                     .store(consumed as u64, Ordering::Release);
                 notify(a, src);
+                crate::shm::wait::stepped();
             }
             if *got < *len {
                 return;
@@ -992,7 +1043,7 @@ impl Engine {
                 let len = s.data.len();
                 let kind = if !s.rdv {
                     F_EAGER
-                } else if direct_wanted(len, eager_max(a)) {
+                } else if s.data.addr().is_some() && direct_wanted(len, eager_max(a)) {
                     F_RTS_DIRECT
                 } else {
                     F_RTS
@@ -1064,6 +1115,7 @@ impl Engine {
                     a.u64_at(p.produced)
                         .store(produced as u64, Ordering::Release);
                     notify(a, s.dst);
+                    crate::shm::wait::stepped();
                 }
                 if *sent == len {
                     self.rdv_sends.swap_remove(i);
@@ -1359,10 +1411,7 @@ fn isend_ctx(
                 ));
             }
             e.bsend_used += bsend_bytes;
-            match data {
-                SendData::User(b) => SendData::Owned(b.as_slice().to_vec()),
-                o => o,
-            }
+            data.into_owned()
         } else {
             data
         };
@@ -1430,8 +1479,29 @@ pub fn recv_bytes(
 pub enum RecvInto {
     /// Contiguous bytes.
     Bytes(UserBuf),
-    /// A non-contiguous datatype, through a packed staging buffer.
-    Typed(Box<buf::Unpack>),
+    /// A non-contiguous datatype, unpacked into as the message arrives.
+    Typed(buf::Typed),
+}
+
+impl RecvInto {
+    /// Bytes of message the receive has room for.
+    fn cap(&self) -> usize {
+        match self {
+            RecvInto::Bytes(b) => b.len(),
+            RecvInto::Typed(u) => u.len(),
+        }
+    }
+    /// Stores message bytes `off .. off + bytes.len()`, what of them fits.
+    fn put(&self, off: usize, bytes: &[u8]) {
+        match self {
+            RecvInto::Typed(u) => u.unpack_at(off, bytes),
+            RecvInto::Bytes(b) if off < b.len() => {
+                let n = bytes.len().min(b.len() - off);
+                b.write_at(off, &bytes[..n]);
+            }
+            RecvInto::Bytes(_) => {}
+        }
+    }
 }
 
 /// Posts a receive (see [`irecv`]) into a contiguous buffer or a datatype's layout.
@@ -1461,10 +1531,6 @@ fn irecv_ctx(
     source: i32,
     tag: i32,
 ) -> MpiResult<ReqId> {
-    let (buf, unpack) = match into {
-        RecvInto::Bytes(b) => (b, None),
-        RecvInto::Typed(mut u) => (u.target(), Some(u)),
-    };
     with_engine(|e, job| {
         if source == MPI_PROC_NULL {
             return e.alloc(Req {
@@ -1483,10 +1549,9 @@ fn irecv_ctx(
             ctx,
             src,
             tag,
-            buf,
+            into,
             stage: RecvStage::Posted,
             comm_src: MPI_ANY_SOURCE,
-            unpack,
         };
         // The unexpected messages first, in arrival order: every one of them arrived
         // before anything still in the rings. Only then is the receive posted and the
@@ -1977,10 +2042,6 @@ pub fn message_comm(id: ReqId) -> Option<i32> {
 /// Matched receive (MPI_Imrecv): receives message `msg` (from [`improbe`]) into `into`.
 /// The message's id becomes the id of the receive request, completed by wait/test.
 pub fn imrecv(msg: ReqId, into: RecvInto) -> MpiResult<ReqId> {
-    let (buf, unpack) = match into {
-        RecvInto::Bytes(b) => (b, None),
-        RecvInto::Typed(mut u) => (u.target(), Some(u)),
-    };
     with_engine(|e, job| {
         let req = match e.reqs.get_mut(msg) {
             Some(Some(r)) if matches!(r.kind, ReqKind::Message(_)) => r,
@@ -1999,10 +2060,9 @@ pub fn imrecv(msg: ReqId, into: RecvInto) -> MpiResult<ReqId> {
             ctx: u.ctx,
             src: u.src as i32,
             tag: u.tag,
-            buf,
+            into,
             stage: RecvStage::Posted,
             comm_src: MPI_ANY_SOURCE,
-            unpack,
         });
         req.status = Status::empty();
         e.deliver(&job.arena, msg, u.src, u.tag, u.len, u.payload());

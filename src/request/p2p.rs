@@ -88,10 +88,7 @@ pub fn sendrecv(
         let rid = p2p::irecv_into(c, into, source, tag)?;
         return Ok((rid, s.start(Mode::Standard)?));
     }
-    let data = match s.data {
-        SendData::User(b) => SendData::Owned(b.as_slice().to_vec()),
-        owned => owned,
-    };
+    let data = s.data.into_owned();
     let sid = p2p::isend(&s.comm, data, s.dest, s.tag, Mode::Standard)?;
     Ok((p2p::irecv_into(c, into, source, tag)?, sid))
 }
