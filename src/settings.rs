@@ -271,6 +271,8 @@ table! {
         oversubscribed: Option<bool> = "SHMPI_OVERSUBSCRIBED", default None, "more ranks than CPUs", parse bit;
         #[doc = "none: do not pin an oversubscribed rank to a CPU"]
         bind: bool = "SHMPI_BIND", default true, "pin when oversubscribed", parse not_none;
+        #[doc = "bytes of staging buffers for non-contiguous data that a rank keeps for reuse"]
+        stage_keep: usize = "SHMPI_STAGE_KEEP", default 256 << 20, "256 MiB", parse count;
         #[doc = "baseline or avx2: caps the reduction kernels' SIMD level"]
         simd: SimdCap = "SHMPI_SIMD", default SimdCap::None, "what the CPU has", parse simd;
     }

@@ -23,6 +23,7 @@
 use super::{share, Chan};
 use crate::comm::Comm;
 use crate::error::MpiResult;
+use crate::p2p::buf::Staging;
 use crate::p2p::UserBuf;
 use std::sync::atomic::Ordering;
 
@@ -531,7 +532,9 @@ async fn reduce_big(
 ) -> MpiResult<()> {
     let folder = ch.me == 0;
     let size = if folder { total } else { 0 };
-    let (mut acc, mut tmp) = (vec![0u8; size], vec![0u8; size]);
+    // (kept staging vectors: two fresh vectors of a large element, faulted in and
+    // cleared by the kernel, cost more than the fold)
+    let (mut acc, mut tmp) = (Staging::new(size, true), Staging::new(size, true));
     let mut failed = None;
     for (k, c) in fold_order(red, contrib).into_iter().enumerate() {
         let dst = if k == 0 { &mut acc } else { &mut tmp };
@@ -593,7 +596,9 @@ async fn scan_big(
     upto: usize,
 ) -> MpiResult<()> {
     let size = if upto > 0 { total } else { 0 };
-    let (mut acc, mut tmp) = (vec![0u8; size], vec![0u8; size]);
+    // (kept staging vectors: two fresh vectors of a large element, faulted in and
+    // cleared by the kernel, cost more than the fold)
+    let (mut acc, mut tmp) = (Staging::new(size, true), Staging::new(size, true));
     let all: Vec<usize> = (0..ch.n).collect();
     let mut first = true;
     let mut failed = None;

@@ -12,7 +12,7 @@ use crate::args::check_base;
 use crate::datatype::predefined::Predef;
 use crate::datatype::{TypeInfo, TypeRef};
 use crate::error::{err, MpiResult};
-use crate::p2p::buf::{buffer, contiguous, pack_vec, packed_len};
+use crate::p2p::buf::{buffer, contiguous, pack_vec, packed_len, recycle, staging};
 use crate::p2p::UserBuf;
 use std::os::raw::c_void;
 
@@ -57,6 +57,15 @@ pub struct Stage {
 // and untouched by the caller until the (possibly nonblocking) collective completes; the
 // library runs one MPI call at a time (MPI_THREAD_SERIALIZED).
 unsafe impl Send for Stage {}
+
+impl Drop for Stage {
+    /// The staging buffers go back for the next collective (p2p/buf.rs `staging`).
+    fn drop(&mut self) {
+        for v in self.bufs.drain(..) {
+            recycle(v);
+        }
+    }
+}
 
 /// A buffer argument as the engine sees it once staged, or why it is wrong.
 pub type Staged = MpiResult<UserBuf>;
@@ -110,7 +119,7 @@ impl Stage {
         t: &TypeInfo,
     ) -> MpiResult<UserBuf> {
         let ty = lookup(t)?;
-        let v = vec![0u8; packed_len(t, count)?];
+        let v = staging(packed_len(t, count)?, true);
         self.unpacks.push((self.bufs.len(), p, count, ty, None));
         Ok(self.hold(v))
     }
@@ -122,6 +131,7 @@ impl Stage {
     /// it passed.
     pub fn spread(&mut self, packed: Vec<u8>, pair: Pair) -> MpiResult<UserBuf> {
         let v = crate::op::spread_pairs(pair, &packed, packed.len() / pair.size)?;
+        recycle(packed);
         Ok(self.hold(v))
     }
 
@@ -138,7 +148,7 @@ impl Stage {
         pair: Pair,
     ) -> MpiResult<UserBuf> {
         let ty = lookup(t)?;
-        let v = vec![0u8; packed_len(t, count)? / pair.size * pair.extent];
+        let v = staging(packed_len(t, count)? / pair.size * pair.extent, true);
         self.unpacks
             .push((self.bufs.len(), p, count, ty, Some(pair)));
         Ok(self.hold(v))
@@ -149,22 +159,26 @@ impl Stage {
         self.bufs.push(v);
     }
 
-    /// An image of `count` instances, already packed: a buffer laid out like the
-    /// user's memory from the type's lower bound (`count * extent` bytes), holding the
-    /// type map's bytes. User-defined operations index data this way.
-    pub fn image(&mut self, packed: Vec<u8>, count: usize, t: &TypeInfo) -> MpiResult<UserBuf> {
+    /// An image of the `count` instances at `p`: a buffer laid out like the user's
+    /// memory from the type's lower bound (`count * extent` bytes), holding the type
+    /// map's bytes (the rest zero). User-defined operations index data this way.
+    // A safe fn over the C caller's address, as the C boundary's plans call it: they
+    // pass addresses valid as the MPI standard requires.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn image(&mut self, p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> Staged {
+        check_base(p, count, t, arg)?;
         let mut img = self.new_image(count, t)?;
-        if !packed.is_empty() {
+        if count > 0 && t.size > 0 {
             let ty = lookup(t)?;
-            // SAFETY: the image holds `count` instances laid out from the lower bound
-            // (checked by new_image), so origin = image - lb addresses them.
+            // SAFETY: `p` holds `count` instances (checked; the MPI caller's buffer), and
+            // the image holds them laid out from the lower bound (checked by new_image),
+            // so origin = image - lb addresses them.
             unsafe {
-                crate::datatype::unpack(
+                crate::datatype::copy_map(
                     &ty,
                     count,
+                    p as *const u8,
                     img.as_mut_ptr().wrapping_offset(-t.lb),
-                    &packed,
-                    0,
                 )
             };
         }
@@ -203,7 +217,7 @@ impl Stage {
         let n = count
             .checked_mul(t.extent)
             .ok_or_else(|| err(MPI_ERR_COUNT, format!("count={count} x extent overflows")))?;
-        Ok(vec![0u8; n])
+        Ok(staging(n, true))
     }
 
     /// Unpacks every staged output into the user's buffers.
@@ -221,21 +235,18 @@ impl Stage {
             }
         }
         for (i, p, count, t, ty) in &self.images {
-            let mut packed = vec![0u8; packed_len(t, *count)?];
-            if !packed.is_empty() {
-                // SAFETY: the image holds `count` instances laid out from the lower bound.
+            if *count > 0 && t.size > 0 {
+                // SAFETY: the image holds `count` instances laid out from the lower
+                // bound; the output was staged with the contract of `image_output`.
                 unsafe {
-                    crate::datatype::pack(
+                    crate::datatype::copy_map(
                         ty,
                         *count,
                         self.bufs[*i].as_ptr().wrapping_offset(-t.lb),
-                        &mut packed,
-                        0,
+                        *p as *mut u8,
                     )
                 };
             }
-            // SAFETY: the output was staged with the contract of `image_output`.
-            unsafe { unpack_with(*p, *count, ty, &packed) };
         }
         Ok(())
     }
@@ -329,7 +340,7 @@ impl RedData {
                 Some(se) => st.spread(pack_vec(p, count, &self.t, arg)?, se),
                 None => st.input(p, count, &self.t, arg),
             },
-            RedMode::Image => st.image(pack_vec(p, count, &self.t, arg)?, count, &self.t),
+            RedMode::Image => st.image(p, count, &self.t, arg),
         }
     }
 

@@ -39,7 +39,7 @@ pub mod predefined;
 mod tests;
 
 pub use derived::{Type, TypeRef};
-pub use pack::{pack, unpack};
+pub use pack::{copy_map, pack, unpack};
 
 use crate::abi::*;
 use crate::error::{err, MpiResult};

@@ -113,6 +113,29 @@ pub unsafe fn unpack(t: &Type, count: usize, origin: *mut u8, inp: &[u8], skip: 
     unsafe { range::<false>(l, ext, skip, n, origin, inp.as_ptr().cast_mut()) }
 }
 
+/// Copies the type map's bytes of `count` instances of `t` from the buffer at `src` to
+/// the one at `dst` (the same displacements from each origin; nothing else of `dst` is
+/// written), through a small buffer that stays in the cache: an image of a layout for a
+/// user-defined operation (coll/stage.rs) is made and copied back this way, without a
+/// packed copy of the whole data.
+///
+/// # Safety
+/// As [`pack`] for `src` and as [`unpack`] for `dst`; the two type maps do not overlap.
+pub unsafe fn copy_map(t: &Type, count: usize, src: *const u8, dst: *mut u8) {
+    let mut tmp = [0u8; 16 << 10];
+    let total = t.size() * count;
+    let mut off = 0;
+    while off < total {
+        let k = (total - off).min(tmp.len());
+        // SAFETY: this function's contract; `off .. off + k` lies in the stream.
+        unsafe {
+            pack(t, count, src, &mut tmp[..k], off);
+            unpack(t, count, dst, &tmp[..k], off);
+        }
+        off += k;
+    }
+}
+
 /// Panics unless `[skip, skip + len)` lies in the packed stream of `count` instances of
 /// `l` (callers check; a wrong range would touch memory outside the type map).
 fn check_range(l: &Layout, count: usize, skip: usize, len: usize) {

@@ -255,6 +255,86 @@ impl Typed {
     }
 }
 
+/// Staging buffers kept for reuse: the packed copies and staging outputs of
+/// non-contiguous data in collectives (coll/stage.rs), which a large call would
+/// otherwise take fresh from the kernel each time, every page faulted in and cleared (a
+/// 64 MiB MPI_Bcast of a vector type spent most of its time there). Up to
+/// `SHMPI_STAGE_KEEP` bytes of them (default 256 MiB) stay with the process after a call.
+static KEPT: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+
+/// Buffers smaller than this come from the allocator as usual (it keeps them itself).
+const KEEP_MIN: usize = 256 << 10;
+
+/// A staging vector of `n` bytes: a kept one that is large enough when there is one
+/// (its bytes as the last user left them unless `zeroed`), else a new one.
+pub fn staging(n: usize, zeroed: bool) -> Vec<u8> {
+    if n >= KEEP_MIN {
+        let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+        // the smallest that fits
+        let best = (0..kept.len())
+            .filter(|&i| kept[i].capacity() >= n)
+            .min_by_key(|&i| kept[i].capacity());
+        if let Some(i) = best {
+            let mut v = kept.swap_remove(i);
+            drop(kept);
+            if zeroed {
+                v.clear();
+            }
+            v.resize(n, 0);
+            v.truncate(n);
+            return v;
+        }
+    }
+    vec![0u8; n]
+}
+
+/// Gives a staging vector back for reuse ([`staging`]); the oldest kept ones go when
+/// they would exceed the limit.
+pub fn recycle(v: Vec<u8>) {
+    if v.capacity() < KEEP_MIN {
+        return;
+    }
+    let limit = crate::settings::rank().stage_keep;
+    if v.capacity() > limit {
+        return;
+    }
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    kept.push(v);
+    let mut total: usize = kept.iter().map(|v| v.capacity()).sum();
+    while total > limit {
+        total -= kept.remove(0).capacity();
+    }
+}
+
+/// A [`staging`] vector that goes back for reuse ([`recycle`]) when dropped.
+pub struct Staging(Vec<u8>);
+
+impl Staging {
+    /// As [`staging`].
+    pub fn new(n: usize, zeroed: bool) -> Staging {
+        Staging(staging(n, zeroed))
+    }
+}
+
+impl std::ops::Deref for Staging {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Staging {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.0
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        recycle(std::mem::take(&mut self.0));
+    }
+}
+
 /// A buffer argument of `bytes` bytes: NULL is only allowed when empty; MPI_IN_PLACE is
 /// rejected (call `is_in_place` first where it is allowed).
 ///
@@ -311,11 +391,11 @@ pub fn contiguous(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> Mp
     unsafe { buffer(p, packed_len(t, count)?, arg) }
 }
 
-/// Packs `count` instances at `p` into a new vector.
+/// Packs `count` instances at `p` into a staging vector ([`staging`]).
 pub fn pack_vec(p: *const c_void, count: usize, t: &TypeInfo, arg: &str) -> MpiResult<Vec<u8>> {
     check_base(p, count, t, arg)?;
     let ty = crate::datatype::lookup(t.handle)?;
-    let mut v = vec![0u8; packed_len(t, count)?];
+    let mut v = staging(packed_len(t, count)?, false);
     if !v.is_empty() {
         // SAFETY: checked; the MPI caller guarantees `count` instances of the datatype at `p`.
         unsafe { crate::datatype::pack(&ty, count, p as *const u8, &mut v, 0) };
