@@ -185,8 +185,21 @@ unsafe fn range<const PACK: bool>(
         if off == 0 && len - pos >= size {
             let n = (len - pos) / size;
             // SAFETY: instances inst..inst + n lie in the range; the stream holds their
-            // bytes from `pos` on (the contract).
-            unsafe { instances::<PACK>(l, extent, inst..inst + n, origin, stream.add(pos)) };
+            // bytes from `pos` on (the contract). A one-segment layout's instances are
+            // one block loop (a resized basic type: one byte an instance, where a
+            // dispatch per instance took 8 s for 1 GiB).
+            unsafe {
+                match l.segs.as_slice() {
+                    [s] => one_seg::<PACK>(
+                        *s,
+                        extent,
+                        n,
+                        origin.wrapping_offset(inst as isize * extent),
+                        stream.add(pos),
+                    ),
+                    _ => instances::<PACK>(l, extent, inst..inst + n, origin, stream.add(pos)),
+                }
+            };
             pos += n * size;
             inst += n;
             continue;
@@ -376,7 +389,20 @@ unsafe fn one_seg<const PACK: bool>(
             }
         }
     }
-    // SAFETY (each arm): the contract of this function, with W == s.len or 0.
+    // One block an instance (a resized basic type): one loop over the instances, as the
+    // blocks of a single segment `extent` apart, instead of an inner loop of one block.
+    let (s, count) = if s.count == 1 && count > 1 {
+        let flat = super::layout::Seg {
+            count,
+            stride: extent,
+            ..s
+        };
+        (flat, 1)
+    } else {
+        (s, count)
+    };
+    // SAFETY (each arm): the contract of this function, with W == s.len or 0 (the
+    // flattened segment addresses the same blocks).
     unsafe {
         match s.len {
             1 => blocks::<PACK, 1>(s, extent, count, origin, stream),
