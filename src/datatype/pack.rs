@@ -291,6 +291,8 @@ unsafe fn seg_dispatch<const PACK: bool>(
             4 => seg_blocks::<PACK, 4>(s, k0, nk, base, stream),
             8 => seg_blocks::<PACK, 8>(s, k0, nk, base, stream),
             16 => seg_blocks::<PACK, 16>(s, k0, nk, base, stream),
+            32 => seg_blocks::<PACK, 32>(s, k0, nk, base, stream),
+            64 => seg_blocks::<PACK, 64>(s, k0, nk, base, stream),
             _ => seg_blocks::<PACK, 0>(s, k0, nk, base, stream),
         }
     }
@@ -321,9 +323,63 @@ unsafe fn seg_blocks<const PACK: bool, const W: usize>(
             } else {
                 (here.cast_const(), at)
             };
-            std::ptr::copy_nonoverlapping(src, dst, w);
+            block_copy::<W>(src, dst, w);
         }
         at = at.wrapping_offset(s.stride);
+    }
+}
+
+/// Copies one block of `w` bytes: a fixed-width move when `W` is its width, else (`W`
+/// 0) two overlapping fixed-width moves up to 64 bytes, a memcpy beyond (a call of
+/// memcpy for each block of a few bytes cost more than the copy).
+///
+/// # Safety
+/// `src .. + w` readable, `dst .. + w` writable, not overlapping.
+#[inline(always)]
+unsafe fn block_copy<const W: usize>(src: *const u8, dst: *mut u8, w: usize) {
+    /// `N` bytes from `s` to `d`, unaligned.
+    ///
+    /// # Safety
+    /// As `block_copy`, for `N` bytes.
+    #[inline(always)]
+    unsafe fn mv<const N: usize>(s: *const u8, d: *mut u8) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            d.cast::<[u8; N]>()
+                .write_unaligned(s.cast::<[u8; N]>().read_unaligned())
+        }
+    }
+    if W != 0 {
+        // SAFETY: `w == W` bytes, the contract.
+        return unsafe { mv::<W>(src, dst) };
+    }
+    // SAFETY (every arm): the head and the tail move lie in the block (each move's
+    // width is at most `w`), which the contract gives.
+    unsafe {
+        match w {
+            33..=64 => {
+                mv::<32>(src, dst);
+                mv::<32>(src.add(w - 32), dst.add(w - 32));
+            }
+            16..=32 => {
+                mv::<16>(src, dst);
+                mv::<16>(src.add(w - 16), dst.add(w - 16));
+            }
+            8..=15 => {
+                mv::<8>(src, dst);
+                mv::<8>(src.add(w - 8), dst.add(w - 8));
+            }
+            4..=7 => {
+                mv::<4>(src, dst);
+                mv::<4>(src.add(w - 4), dst.add(w - 4));
+            }
+            0..=3 => {
+                for i in 0..w {
+                    *dst.add(i) = *src.add(i);
+                }
+            }
+            _ => std::ptr::copy_nonoverlapping(src, dst, w),
+        }
     }
 }
 
@@ -382,7 +438,7 @@ unsafe fn one_seg<const PACK: bool>(
                     } else {
                         (here.cast_const(), at)
                     };
-                    std::ptr::copy_nonoverlapping(src, dst, w);
+                    block_copy::<W>(src, dst, w);
                 }
                 pos += w;
                 at = at.wrapping_offset(s.stride);
@@ -410,6 +466,8 @@ unsafe fn one_seg<const PACK: bool>(
             4 => blocks::<PACK, 4>(s, extent, count, origin, stream),
             8 => blocks::<PACK, 8>(s, extent, count, origin, stream),
             16 => blocks::<PACK, 16>(s, extent, count, origin, stream),
+            32 => blocks::<PACK, 32>(s, extent, count, origin, stream),
+            64 => blocks::<PACK, 64>(s, extent, count, origin, stream),
             _ => blocks::<PACK, 0>(s, extent, count, origin, stream),
         }
     }

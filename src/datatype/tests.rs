@@ -1015,3 +1015,55 @@ fn one_segment_layouts_pack_whole_and_in_pieces_alike() {
         }
     }
 }
+
+#[test]
+fn every_block_width_packs_as_the_oracle_says() {
+    // Blocks of every width from 1 to 80 bytes (the fixed-width moves, the two
+    // overlapping moves of each width class, the memcpy beyond 64), five a vector, in a
+    // resized instance, two and three instances: whole, in pieces that cut blocks, and
+    // back, against a loop over the blocks' displacements.
+    let mut r = Rng(0x0b10_c4c0_9e5d_7a31);
+    for w in 1..=80usize {
+        let blk = contiguous(w as i32, MPI_CHAR).unwrap();
+        let stride = w as isize + 3;
+        let v = hvector(5, 1, stride, blk).unwrap();
+        let ext = 5 * stride + 7;
+        let ty = t(resized(v, 0, ext).unwrap());
+        for count in [2usize, 3] {
+            let blen = count * ext as usize + 16;
+            let buf: Vec<u8> = (0..blen).map(|_| r.next() as u8).collect();
+            let mut want = vec![];
+            for i in 0..count {
+                for k in 0..5 {
+                    let at = i * ext as usize + k * stride as usize;
+                    want.extend_from_slice(&buf[at..at + w]);
+                }
+            }
+            let n = want.len();
+            assert_eq!(n, count * ty.size(), "width {w}");
+            let mut whole = vec![0u8; n];
+            pack_slice(&ty, count, &buf, 0, &mut whole, 0).unwrap();
+            assert_eq!(whole, want, "pack: width {w}, count {count}");
+            let piece = w / 2 + 3;
+            let mut pieces = vec![0u8; n];
+            for at in (0..n).step_by(piece) {
+                let k = piece.min(n - at);
+                pack_slice(&ty, count, &buf, 0, &mut pieces[at..at + k], at).unwrap();
+            }
+            assert_eq!(pieces, want, "pack in pieces: width {w}, count {count}");
+            let mut back = vec![0xa5u8; blen];
+            for at in (0..n).step_by(piece) {
+                let k = piece.min(n - at);
+                unpack_slice(&ty, count, &mut back, 0, &want[at..at + k], at).unwrap();
+            }
+            let mut expect = vec![0xa5u8; blen];
+            for i in 0..count {
+                for k in 0..5 {
+                    let at = i * ext as usize + k * stride as usize;
+                    expect[at..at + w].copy_from_slice(&buf[at..at + w]);
+                }
+            }
+            assert_eq!(back, expect, "unpack in pieces: width {w}, count {count}");
+        }
+    }
+}
