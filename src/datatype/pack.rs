@@ -208,8 +208,14 @@ unsafe fn range<const PACK: bool>(
         let mut j = l.cum.partition_point(|&c| c <= off) - 1;
         while j < l.segs.len() && pos < len {
             let s = l.segs[j];
+            // (the divisions only where the range starts inside the segment: at a few
+            // bytes a segment, as in an indexed layout, they cost more than the copy)
             let within = off - l.cum[j];
-            let (mut k, b) = (within / s.len, within % s.len);
+            let (mut k, b) = if within == 0 {
+                (0, 0)
+            } else {
+                (within / s.len, within % s.len)
+            };
             let block = |k: usize| base.wrapping_offset(s.disp + k as isize * s.stride);
             if b != 0 {
                 let n = (s.len - b).min(len - pos);
@@ -218,7 +224,11 @@ unsafe fn range<const PACK: bool>(
                 off += n;
                 k += 1;
             }
-            let nk = (s.count - k).min((len - pos) / s.len);
+            let nk = if len - pos >= (s.count - k) * s.len {
+                s.count - k
+            } else {
+                (len - pos) / s.len
+            };
             if nk > 0 {
                 // SAFETY: blocks k..k + nk of segment `s` of this instance lie in the
                 // range and the stream holds their bytes from `pos` on.
@@ -283,6 +293,19 @@ unsafe fn seg_dispatch<const PACK: bool>(
     base: *mut u8,
     stream: *mut u8,
 ) {
+    if nk == 1 && s.len <= 64 {
+        // One block (most segments of an indexed or struct layout): its copy by
+        // width class, without the jump on its exact width, which varies from
+        // segment to segment there and is mispredicted.
+        let at = base.wrapping_offset(s.disp + k0 as isize * s.stride);
+        let (src, dst) = if PACK {
+            (at.cast_const(), stream)
+        } else {
+            (stream.cast_const(), at)
+        };
+        // SAFETY: block k0 of the segment and its stream bytes (the contract).
+        return unsafe { block_copy::<0>(src, dst, s.len) };
+    }
     // SAFETY (each arm): this function's contract, with W == s.len or 0.
     unsafe {
         match s.len {
