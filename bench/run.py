@@ -1260,6 +1260,26 @@ def rounds_of_runs(impls, exes, notes, tag, args, nps, rounds, timeout, phase, t
                     notes.setdefault(name, f"np {np_}: {status} after {got} cells: {tail}")
                     log(f"  {tail}")
 
+def yard_report_head(impls, cell, title, flag, rounds_var, run):
+    """What the reports of rma_bench and ddt_bench begin with: the columns (the
+    implementations with cells), the other implementations, their short names, and
+    the title and command lines. `run` is (start, elapsed s, rounds, load before,
+    load after)."""
+    start, elapsed, rounds, load0, load1 = run
+    env_s = " ".join(f"{k}={os.environ[k]}" for k in ("BENCH_QUICK", "BENCH_NP",
+                                                         rounds_var, "BENCH_OUT")
+                     if os.environ.get(k))
+    cols = [n for n in impls if any(k[0] == n for k in cell)]
+    others = [n for n in cols if n != "shmpi"]
+    short = {"shmpi": "shmpi", "mpich": "MPICH4", "openmpi": "OMPI4", "mpich5": "MPICH5",
+             "ompi5": "OMPI5", "impi": "IMPI"}
+    head = [f"# {title}: shmpi and other MPI implementations", "",
+            f"Command: `{(env_s + ' ') if env_s else ''}python3 bench/run.py --{flag}` "
+            f"(`make bench-{flag}`), {start:%Y-%m-%d %H:%M} UTC, {elapsed:.0f} s, {rounds} "
+            f"round(s), load {load0:.2f}/{load1:.2f}; machine: {machine()}.", ""]
+    return cols, others, short, head
+
+
 def rma_bench():
     """One-sided communication (bench/rmabench.c): MPI_Put/MPI_Get under fence and
     lock/flush, MPI_Accumulate, MPI_Fetch_and_op, MPI_Compare_and_swap, empty fence and
@@ -1308,17 +1328,10 @@ def rma_bench():
     cell = {k: (median([x[0] for x in v]), median([x[1] for x in v]))
             for k, v in samples.items()}
 
-    env_s = " ".join(f"{k}={os.environ[k]}" for k in ("BENCH_QUICK", "BENCH_NP",
-                                                         "BENCH_RMA_ROUNDS", "BENCH_OUT")
-                     if os.environ.get(k))
-    cols = [n for n in impls if any(k[0] == n for k in cell)]
-    others = [n for n in cols if n != "shmpi"]
-    short = {"shmpi": "shmpi", "mpich": "MPICH4", "openmpi": "OMPI4", "mpich5": "MPICH5",
-             "ompi5": "OMPI5", "impi": "IMPI"}
-    L = ["# One-sided communication (MPI RMA): shmpi and other MPI implementations", "",
-         f"Command: `{(env_s + ' ') if env_s else ''}python3 bench/run.py --rma` "
-         f"(`make bench-rma`), {start:%Y-%m-%d %H:%M} UTC, {elapsed:.0f} s, {rounds} "
-         f"round(s), load {load0:.2f}/{load1:.2f}; machine: {machine()}.", "",
+    cols, others, short, L = yard_report_head(
+        impls, cell, "One-sided communication (MPI RMA)", "rma", "BENCH_RMA_ROUNDS",
+        (start, elapsed, rounds, load0, load1))
+    L += [
          "bench/rmabench.c: rank 0 is the origin and rank np-1 the target; the other "
          "ranks take part in the fences and otherwise wait in MPI_Barrier. Window memory "
          "from MPI_Win_allocate. Each cell is checked against the values expected before "
@@ -1453,17 +1466,10 @@ def ddt_bench():
     load1 = os.getloadavg()[0]
     cell = {k: (median([x[0] for x in v]), median([x[1] for x in v]), v[0][2])
             for k, v in samples.items()}
-    env_s = " ".join(f"{k}={os.environ[k]}" for k in ("BENCH_QUICK", "BENCH_NP",
-                                                         "BENCH_DDT_ROUNDS", "BENCH_OUT")
-                     if os.environ.get(k))
-    cols = [n for n in impls if any(k[0] == n for k in cell)]
-    others = [n for n in cols if n != "shmpi"]
-    short = {"shmpi": "shmpi", "mpich": "MPICH4", "openmpi": "OMPI4", "mpich5": "MPICH5",
-             "ompi5": "OMPI5", "impi": "IMPI"}
-    L = ["# Derived datatypes: shmpi and other MPI implementations", "",
-         f"Command: `{(env_s + ' ') if env_s else ''}python3 bench/run.py --ddt` "
-         f"(`make bench-ddt`), {start:%Y-%m-%d %H:%M} UTC, {elapsed:.0f} s, {rounds} "
-         f"round(s), load {load0:.2f}/{load1:.2f}; machine: {machine()}.", "",
+    cols, others, short, L = yard_report_head(
+        impls, cell, "Derived datatypes", "ddt", "BENCH_DDT_ROUNDS",
+        (start, elapsed, rounds, load0, load1))
+    L += [
          "bench/ddtbench.c: each layout is built for each size so that one element holds "
          "that much data (a little less where its pattern does not divide it); vec1, vec8 "
          "and vec64 are MPI_Type_vector of blocks of 1, 8 and 64 doubles at twice that "

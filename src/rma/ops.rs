@@ -246,6 +246,21 @@ fn check_sizes(a: usize, what_a: &str, b: usize, call: &str) -> MpiResult<()> {
 }
 
 /// Whether two address ranges overlap.
+/// Runs `go` (one element's hardware atomic at `addr` of `rank`'s window memory) once
+/// the element's granule has hardware atomics on: at once if it has, else under the
+/// accumulate lock, turning them on first (rma/atomic.rs).
+fn granule_on(w: &Win, rank: usize, addr: usize, go: &mut dyn FnMut()) -> MpiResult<()> {
+    if atomic::on(w, rank, addr) {
+        go();
+        return Ok(());
+    }
+    sync::with_acc_mutex(w, rank, || {
+        atomic::turn_on(w, rank, addr);
+        go();
+        Ok(())
+    })
+}
+
 fn overlap(a: (usize, usize), b: (usize, usize)) -> bool {
     a.0 < a.1 && b.0 < b.1 && a.0 < b.1 && b.0 < a.1
 }
@@ -739,15 +754,7 @@ fn accumulate_here(
             // valid for the type (`basic_of`).
             unsafe { atomic::element(addr, p, op, &inv, o) }
         };
-        if atomic::on(w, rank, addr) {
-            go();
-        } else {
-            sync::with_acc_mutex(w, rank, || {
-                atomic::turn_on(w, rank, addr);
-                go();
-                Ok(())
-            })?;
-        }
+        granule_on(w, rank, addr, &mut go)?;
         if let Some(r) = result {
             r.store(&old[..len]);
         }
@@ -824,15 +831,7 @@ pub fn compare_and_swap(
         // SAFETY: one aligned element of memory every member maps (element_could),
         // inside the target's window (`resolve`).
         let mut go = || unsafe { atomic::compare_swap(addr, p, &cmp, &new, &mut old) };
-        if atomic::on(w, rank, addr) {
-            go();
-        } else {
-            sync::with_acc_mutex(w, rank, || {
-                atomic::turn_on(w, rank, addr);
-                go();
-                Ok(())
-            })?;
-        }
+        granule_on(w, rank, addr, &mut go)?;
         one(result).store(&old);
         return Ok(());
     }
