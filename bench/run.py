@@ -1260,6 +1260,20 @@ def rounds_of_runs(impls, exes, notes, tag, args, nps, rounds, timeout, phase, t
                     notes.setdefault(name, f"np {np_}: {status} after {got} cells: {tail}")
                     log(f"  {tail}")
 
+def yard_setup(prog, tag):
+    """What rma_bench and ddt_bench set up before their rounds: the implementations,
+    the notes of those whose build failed, the executables, the start time, the load,
+    and the phase probe (waiting at most 10 s for the near phase)."""
+    impls = yard_impls()
+    notes, exes = build_all(impls, prog, tag)
+    start = datetime.datetime.now(datetime.timezone.utc)
+    load0 = os.getloadavg()[0]
+    phase = Phase()
+    phase.WAIT = 10.0
+    phase.calibrate(6.0)
+    return impls, notes, exes, start, load0, phase
+
+
 def yard_report_head(impls, cell, title, flag, rounds_var, run):
     """What the reports of rma_bench and ddt_bench begin with: the columns (the
     implementations with cells), the other implementations, their short names, and
@@ -1303,13 +1317,7 @@ def rma_bench():
     rounds = int(os.environ.get("BENCH_RMA_ROUNDS", rounds))
     if os.environ.get("BENCH_NP"):
         nps = [int(x) for x in os.environ["BENCH_NP"].split()]
-    impls = yard_impls()
-    notes, exes = build_all(impls, "rmabench", "rma")
-    start = datetime.datetime.now(datetime.timezone.utc)
-    load0 = os.getloadavg()[0]
-    phase = Phase()
-    phase.WAIT = 10.0
-    phase.calibrate(6.0)
+    impls, notes, exes, start, load0, phase = yard_setup("rmabench", "rma")
     args = ["-s", ",".join(str(b) for b in sizes), "-t", cell_t, "-b", batches]
     samples = {}  # (impl, mode, np, bytes) -> [(median us, MB/s)]
     raw = ["impl,mode,bytes,np,median_us,mbps,best_us,iters,round,probe_before_ns,probe_after_ns"]
@@ -1440,13 +1448,7 @@ def ddt_bench():
     rounds = int(os.environ.get("BENCH_DDT_ROUNDS", 1))
     if os.environ.get("BENCH_NP"):
         nps = [int(x) for x in os.environ["BENCH_NP"].split()]
-    impls = yard_impls()
-    notes, exes = build_all(impls, "ddtbench", "ddt")
-    start = datetime.datetime.now(datetime.timezone.utc)
-    load0 = os.getloadavg()[0]
-    phase = Phase()
-    phase.WAIT = 10.0
-    phase.calibrate(6.0)
+    impls, notes, exes, start, load0, phase = yard_setup("ddtbench", "ddt")
     args = ["-s", ",".join(str(b) for b in sizes), "-t", cell_t, "-b", batches]
     samples = {}  # (impl, op, layout, np, size index) -> [(median us, MB/s, bytes)]
     raw = ["impl,op,layout,bytes,np,median_us,mbps,iters,round,probe_before_ns,probe_after_ns"]
