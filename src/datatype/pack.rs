@@ -417,11 +417,11 @@ fn whole_one_seg(l: &Layout, count: usize, skip: usize, len: usize) -> Option<su
 }
 
 /// Packs (`PACK`) or unpacks the whole stream of `count` instances of a one-segment
-/// layout `s`: a loop over instances and blocks whose block copy is chosen once by the
-/// block's length (1, 2, 4, 8 or 16 bytes: one load and one store), where [`walk`]
-/// makes a call and a variable-length copy per block. A 2 GiB message of a resized
-/// MPI_CHAR (extent 2) took 49 s to send and receive that way, 23 s so (most of the
-/// rest: first touches of the buffers).
+/// layout `s`: per instance, the segment's block loop of [`seg_dispatch`], whose block
+/// copy is chosen once by the block's length; one block an instance (a resized basic
+/// type) is one loop over the instances, as the blocks of a single segment `extent`
+/// apart, instead of an inner loop of one block (1 GiB of a resized MPI_CHAR took 8 s
+/// with a dispatch per instance).
 ///
 /// # Safety
 /// `origin + i * extent + s.disp + k * s.stride .. + s.len` (every instance `i`, every
@@ -435,41 +435,6 @@ unsafe fn one_seg<const PACK: bool>(
     origin: *mut u8,
     stream: *mut u8,
 ) {
-    /// One block length: `W` bytes (0: `s.len`, copied with a variable length).
-    ///
-    /// # Safety
-    /// As `one_seg`.
-    #[inline(always)]
-    unsafe fn blocks<const PACK: bool, const W: usize>(
-        s: super::layout::Seg,
-        extent: isize,
-        count: usize,
-        origin: *mut u8,
-        stream: *mut u8,
-    ) {
-        let w = if W == 0 { s.len } else { W };
-        let mut pos = 0usize;
-        for i in 0..count {
-            let mut at = origin.wrapping_offset(i as isize * extent + s.disp);
-            for _ in 0..s.count {
-                // SAFETY: `at .. at + w` is a block of the type map and `stream + pos ..
-                // + w` lies in the stream (pos < count * s.count * w), per the contract.
-                unsafe {
-                    let here = stream.add(pos);
-                    let (src, dst) = if PACK {
-                        (at.cast_const(), here)
-                    } else {
-                        (here.cast_const(), at)
-                    };
-                    block_copy::<W>(src, dst, w);
-                }
-                pos += w;
-                at = at.wrapping_offset(s.stride);
-            }
-        }
-    }
-    // One block an instance (a resized basic type): one loop over the instances, as the
-    // blocks of a single segment `extent` apart, instead of an inner loop of one block.
     let (s, count) = if s.count == 1 && count > 1 {
         let flat = super::layout::Seg {
             count,
@@ -480,19 +445,19 @@ unsafe fn one_seg<const PACK: bool>(
     } else {
         (s, count)
     };
-    // SAFETY (each arm): the contract of this function, with W == s.len or 0 (the
-    // flattened segment addresses the same blocks).
-    unsafe {
-        match s.len {
-            1 => blocks::<PACK, 1>(s, extent, count, origin, stream),
-            2 => blocks::<PACK, 2>(s, extent, count, origin, stream),
-            4 => blocks::<PACK, 4>(s, extent, count, origin, stream),
-            8 => blocks::<PACK, 8>(s, extent, count, origin, stream),
-            16 => blocks::<PACK, 16>(s, extent, count, origin, stream),
-            32 => blocks::<PACK, 32>(s, extent, count, origin, stream),
-            64 => blocks::<PACK, 64>(s, extent, count, origin, stream),
-            _ => blocks::<PACK, 0>(s, extent, count, origin, stream),
-        }
+    let per = s.count * s.len;
+    for i in 0..count {
+        // SAFETY: instance `i`'s blocks (the flattened segment addresses the same ones)
+        // and its `per` stream bytes, per this function's contract.
+        unsafe {
+            seg_dispatch::<PACK>(
+                s,
+                0,
+                s.count,
+                origin.wrapping_offset(i as isize * extent),
+                stream.add(i * per),
+            )
+        };
     }
 }
 

@@ -275,7 +275,7 @@ pub fn staging(n: usize, zeroed: bool) -> Vec<u8> {
             .filter(|&i| kept[i].capacity() >= n)
             .min_by_key(|&i| kept[i].capacity());
         if let Some(i) = best {
-            let mut v = kept.swap_remove(i);
+            let mut v = kept.remove(i);
             drop(kept);
             if zeroed {
                 v.clear();
