@@ -40,6 +40,13 @@
  *     MPI_Accumulate and MPI_Get_accumulate); and 2048 long long that even ranks
  *     accumulate whole and odd ranks Fetch_and_op in two quarters. Oracle: the exact
  *     totals, maxima and xors, and the values one rank fetches of an element only grow.
+ * (g) Lock-free and locked updates of the same bytes taking turns, on the two flavors
+ *     whose memory every rank maps (where an implementation may switch one-element
+ *     updates between hardware atomics and a lock as it goes): in 10 R rounds over
+ *     every target, even ranks MPI_Accumulate(MPI_SUM) 1 to each of HG long long and
+ *     then MPI_Fetch_and_op(+1) element 0; odd ranks MPI_Fetch_and_op(+1) 64
+ *     elements in turn. Oracle: the exact count at every element, and the values one
+ *     rank fetches of an element only grow.
  *
  * Arguments (optional, positional): N for (a) (default 10000), M for (b) (default 200),
  * R for (d), (e) and (f) (default 20), F: 0 leaves out (f) (default 1). */
@@ -924,6 +931,74 @@ static void mixed(int flavor) {
     rma_win_free(&w);
 }
 
+/* ---- (g) hardware and locked updates taking turns ---- */
+
+#define HG 4096
+#define HG_SINGLES 64
+
+/* The element of the j-th one-element update of round k by an odd rank. */
+static int hg_at(long k, int j) { return (int)((k * HG_SINGLES * 7 + j * 67) % HG); }
+
+static void switching(int flavor) {
+    struct rma_win w;
+    rma_win_make(&w, flavor, HG * 8, 8, MPI_COMM_WORLD);
+    rma_local_begin(&w, MPI_LOCK_EXCLUSIVE);
+    memset(w.base, 0, HG * 8);
+    rma_local_end(&w);
+    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    long long *ones = malloc(HG * sizeof *ones), *exp = calloc(HG, sizeof *exp);
+    long long *last = calloc((size_t)np, sizeof *last);
+    if (!ones || !exp || !last) rma_die("malloc", MPI_ERR_NO_MEM, __FILE__, __LINE__);
+    for (int i = 0; i < HG; i++) ones[i] = 1;
+    long rounds = 10 * R, bad = 0;
+    CHECK(MPI_Win_lock_all(0, w.win));
+    for (long k = 0; k < rounds; k++)
+        for (int dt = 0; dt < np; dt++) {
+            int t = (me + dt) % np;
+            long long one = 1, old;
+            if (me % 2 == 0) {
+                CHECK(MPI_Accumulate(ones, HG, MPI_LONG_LONG, t, 0, HG, MPI_LONG_LONG, MPI_SUM, w.win));
+                CHECK(MPI_Fetch_and_op(&one, &old, MPI_LONG_LONG, t, 0, MPI_SUM, w.win));
+                CHECK(MPI_Win_flush(t, w.win));
+                if (old <= last[t] && bad++ < 5)
+                    rma_fail(__FILE__, __LINE__, "(g) %s: rank %d element 0 fetched %lld after %lld",
+                             rma_flavor_name(flavor), t, old, last[t]);
+                last[t] = old;
+            } else {
+                for (int j = 0; j < HG_SINGLES; j++)
+                    CHECK(MPI_Fetch_and_op(&one, &old, MPI_LONG_LONG, t, hg_at(k, j), MPI_SUM, w.win));
+                CHECK(MPI_Win_flush(t, w.win));
+            }
+        }
+    CHECK(MPI_Win_unlock_all(w.win));
+    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int r = 0; r < np; r++)
+        for (long k = 0; k < rounds; k++) {
+            if (r % 2 == 0) {
+                for (int i = 0; i < HG; i++) exp[i]++;
+                exp[0]++;
+            } else {
+                for (int j = 0; j < HG_SINGLES; j++) exp[hg_at(k, j)]++;
+            }
+        }
+    rma_local_begin(&w, MPI_LOCK_SHARED);
+    for (int i = 0; i < HG; i++) {
+        long long x;
+        memcpy(&x, w.base + 8 * i, 8);
+        if (x != exp[i] && bad++ < 5)
+            rma_fail(__FILE__, __LINE__, "(g) %s: element %d is %lld (expected %lld)", rma_flavor_name(flavor),
+                     i, x, exp[i]);
+    }
+    rma_local_end(&w);
+    char what[128];
+    snprintf(what, sizeof what, "(g) %s: wrong elements and fetches", rma_flavor_name(flavor));
+    expect_eq(what, 0, bad);
+    free(ones);
+    free(exp);
+    free(last);
+    rma_win_free(&w);
+}
+
 int main(int argc, char **argv) {
     rma_init(&argc, &argv);
     me = rma_rank;
@@ -943,6 +1018,8 @@ int main(int argc, char **argv) {
     for (int f = 0; f < RMA_NFLAVORS; f++) locks(f);
     for (int f = 0; f < 2; f++) acc_concurrent(two[f]);
     for (int f = 0; F && f < RMA_NFLAVORS; f++) mixed(f);
+    switching(RMA_ALLOCATE);
+    switching(RMA_SHARED);
     char summary[160];
     snprintf(summary, sizeof summary,
              "%ld fetch-and-adds per rank, %ld mutex sections per rank, %ld lock/accumulate "

@@ -13,22 +13,43 @@
 //! target's memory is cut into 64 granules (4 KiB or more, [`shift`]) and a word in
 //! the control block has a bit per granule that says whether hardware atomics are on
 //! for it:
-//! - a bit is set only by a holder of the target's accumulate mutex, and never cleared;
+//! - a bit is set and cleared only by a holder of the target's accumulate mutex;
 //! - while it is clear, the mutex alone protects every update in the granule (none is
 //!   a hardware one);
-//! - once it is set, one-element operations of such types there run without the
-//!   mutex, and every operation under the mutex updates the elements of such types
-//!   that start in the granule one at a time with atomic instructions (a
-//!   compare-exchange per element for the arithmetic ops, plain aligned loads and
+//! - while it is set, one-element operations of such types there run without the
+//!   mutex ([`lock_free`]), and every operation under the mutex updates the elements
+//!   of such types that start in the granule one at a time with atomic instructions
+//!   (a compare-exchange per element for the arithmetic ops, plain aligned loads and
 //!   stores for MPI_NO_OP and MPI_REPLACE).
 //!
-//! The first one-element operation in a granule sets its bit (holding the
-//! mutex, so that no update under the mutex is half done there). A counter or a lock
-//! word goes lock-free; accumulates of whole buffers elsewhere in the window keep the
-//! vector kernels (element-wise compare-exchanges take about 25 times as long: 1 MiB
-//! of doubles with MPI_SUM 515 µs against 21). Memory of MPI_Win_create and dynamic
-//! windows is reached with copies across processes or by serving (ops.rs), which
-//! cannot be atomic per element, so it keeps the mutex always.
+//! Clearing a bit must not race with an operation that saw it set and has not
+//! finished: each member announces the target of its lock-free operation in its own
+//! line of the control block (a plain store and a light fence, shm/fence.rs) before it
+//! looks at the bit, and clears the announcement when done; the holder of the mutex
+//! that clears bits issues a heavy fence and then waits until no member announces an
+//! operation on that target. So an operation either sees the bit clear and takes the
+//! mutex, or is seen and waited for. Where the system has no heavy fence
+//! (`Win::heavy`), bits stay set.
+//!
+//! When they go on and off is a rent-or-buy choice on each side, counted per target
+//! under its mutex. A one-element operation under the mutex costs a little more than
+//! a lock-free one; after [`ON_AFTER`] of them in a row, or at once when one had to
+//! wait for the mutex (lock-free operations do not wait behind a preempted holder),
+//! its granule goes on. Under the mutex, elements in granules that are on cost a
+//! compare-exchange each (about 25 times a vector kernel: 1 MiB of doubles with
+//! MPI_SUM 515 µs against 21); once [`OFF_DEBT`] of them, about the cost of a heavy
+//! fence, have been paid since the bits went on, the operation turns the target's
+//! granules off and runs the vector kernels. A counter or a lock word goes lock-free,
+//! accumulates of whole buffers elsewhere in the window keep the vector kernels, and a
+//! program that mixes both on the same bytes pays at most about twice what the better
+//! choice would have cost.
+//!
+//! The announcement words are per process: the lock-free path relies on one thread
+//! of a process in the one-sided calls at a time (at most MPI_THREAD_SERIALIZED).
+//!
+//! Memory of MPI_Win_create and dynamic windows is reached with copies across
+//! processes or by serving (ops.rs), which cannot be atomic per element, so it keeps
+//! the mutex always.
 #![allow(unsafe_code)]
 use super::Win;
 use crate::abi::*;
@@ -107,16 +128,125 @@ pub fn any_on(w: &Win, t: usize) -> bool {
     w.hw_word(t).load(Ordering::Acquire) != 0
 }
 
-/// Turns hardware atomics on for the element at `addr` of target `t`; the caller
-/// holds `t`'s accumulate mutex (the only writer of the word).
+/// One-element operations in a row under the mutex, with hardware atomics off, after
+/// which they go on for the element's granule.
+pub const ON_AFTER: u32 = 2048;
+/// Elements updated one at a time under the mutex, after which the target's hardware
+/// atomics go off (about 10 µs of compare-exchanges, the cost of a heavy fence here).
+pub const OFF_DEBT: u32 = 2048;
+
+/// Runs `op`, a hardware atomic on the element at `addr` of target `t`, without the
+/// mutex if hardware atomics are on there: whether it ran (else the caller takes the
+/// mutex).
 #[inline]
-pub fn turn_on(w: &Win, t: usize, addr: usize) {
-    let word = w.hw_word(t);
-    let b = bit(w, t, addr);
-    let cur = word.load(Ordering::Relaxed);
-    if cur & b == 0 {
-        word.store(cur | b, Ordering::Release);
+pub fn lock_free(w: &Win, t: usize, addr: usize, op: &mut impl FnMut()) -> bool {
+    let busy = w.busy_word(w.me());
+    busy.store(t as u32 + 1, Ordering::Relaxed);
+    // (pairs with the heavy fence of `turn_off`: it sees the announcement, or this
+    // sees the bit clear)
+    crate::shm::fence::light();
+    if !on(w, t, addr) {
+        busy.store(0, Ordering::Relaxed);
+        return false;
     }
+    op();
+    busy.store(0, Ordering::Release);
+    true
+}
+
+/// A one-element operation on the element at `addr` of target `t` under its mutex
+/// (the caller holds it): counts it and turns hardware atomics on for its granule
+/// after [`ON_AFTER`] in a row, or at once when `contended` (the operation waited for
+/// the mutex).
+pub fn count_single(w: &Win, t: usize, addr: usize, contended: bool) {
+    if on(w, t, addr) {
+        return;
+    }
+    let k = w.singles(t).load(Ordering::Relaxed) + 1;
+    if contended || k >= ON_AFTER {
+        w.singles(t).store(0, Ordering::Relaxed);
+        w.debt(t).store(0, Ordering::Relaxed);
+        let word = w.hw_word(t);
+        word.store(
+            word.load(Ordering::Relaxed) | bit(w, t, addr),
+            Ordering::Release,
+        );
+    } else {
+        w.singles(t).store(k, Ordering::Relaxed);
+    }
+}
+
+/// Under target `t`'s mutex, before `len` bytes of elements of `n` bytes at `addr` are
+/// updated: charges the elements that start in granules with hardware atomics on, and
+/// once that debt reaches [`OFF_DEBT`] turns the target's hardware atomics off.
+/// Returns the bits then on.
+fn charge(w: &Win, t: usize, addr: usize, len: usize, n: usize) -> u64 {
+    let mask = w.hw_word(t).load(Ordering::Acquire);
+    if mask == 0 || !w.heavy || len <= n {
+        return mask;
+    }
+    let (base, sh) = (w.targets[t].base, shift(w.targets[t].size));
+    let (g0, g1) = (
+        (addr.wrapping_sub(base) >> sh).min(63),
+        ((addr + len - 1).wrapping_sub(base) >> sh).min(63),
+    );
+    let mut on_bytes = 0;
+    for g in g0..=g1 {
+        if mask & 1 << g != 0 {
+            let lo = (base + (g << sh)).max(addr);
+            let hi = if g == 63 {
+                addr + len
+            } else {
+                (base + ((g + 1) << sh)).min(addr + len)
+            };
+            on_bytes += hi - lo;
+        }
+    }
+    let debt = w.debt(t).load(Ordering::Relaxed) as usize + on_bytes / n;
+    if debt < OFF_DEBT as usize {
+        w.debt(t).store(debt as u32, Ordering::Relaxed);
+        return mask;
+    }
+    if turn_off(w, t) {
+        0
+    } else {
+        mask
+    }
+}
+
+/// Turns every hardware atomic of target `t` off (the caller holds its mutex) and
+/// waits until no lock-free operation that saw them on is still running: whether
+/// that could be made sure (else they stay on).
+fn turn_off(w: &Win, t: usize) -> bool {
+    let word = w.hw_word(t);
+    let mask = word.swap(0, Ordering::SeqCst);
+    if !crate::shm::fence::heavy() {
+        word.store(mask, Ordering::SeqCst);
+        return false;
+    }
+    w.debt(t).store(0, Ordering::Relaxed);
+    w.singles(t).store(0, Ordering::Relaxed);
+    let mark = t as u32 + 1;
+    for o in (0..w.n()).filter(|&o| o != w.me()) {
+        let busy = w.busy_word(o);
+        let mut spins = 0u32;
+        // (an announced operation is one instruction; it lasts longer only when its
+        // process was switched out, which yielding may let run)
+        while busy.load(Ordering::Acquire) == mark {
+            spins = spins.wrapping_add(1);
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+                if spins.is_multiple_of(4096) {
+                    if let Ok(job) = crate::runtime::job() {
+                        job.arena.check_job_alive();
+                    }
+                }
+            }
+        }
+    }
+    true
 }
 
 #[inline]
@@ -349,7 +479,7 @@ pub unsafe fn run(
     mut old: Option<&mut [u8]>,
 ) {
     let n = p.size;
-    let mask = w.hw_word(t).load(Ordering::Acquire);
+    let mask = charge(w, t, addr, len, n);
     let (base, sh) = (w.targets[t].base, shift(w.targets[t].size));
     let count = len / n;
     let mut i = 0;

@@ -5,8 +5,10 @@
 //! fence, free) and one shared mapping (mem.rs) with its control block:
 //! - a 64-byte line per member: its lock word (bit 31 exclusive, the low bits the
 //!   number of shared holders), how many wait for that lock, the accumulate mutex of
-//!   its memory, how many wait for that, and in which parts of it hardware atomics
-//!   are on (atomic.rs);
+//!   its memory, how many wait for that, in which parts of it hardware atomics are on
+//!   and the two counters that decide when they go on and off (atomic.rs);
+//! - a 64-byte line per member with its announcement of a hardware atomic in flight
+//!   (atomic.rs);
 //! - the post/complete counters of the PSCW epochs, `n x n` u32 each;
 //! - for a dynamic window, each member's table of attached regions (a seqlock);
 //! - for MPI_Win_allocate(_shared), every member's window memory.
@@ -52,6 +54,8 @@ const L_LOCK_WAITERS: usize = 4;
 const L_ACC: usize = 8;
 const L_ACC_WAITERS: usize = 12;
 const L_HW: usize = 16;
+const L_SINGLES: usize = 24;
+const L_DEBT: usize = 28;
 /// Regions a member of a dynamic window may have attached at once.
 pub const DYN_MAX: usize = 1023;
 /// Bytes of a member's attach table: sequence word, count, (base, size) pairs.
@@ -85,7 +89,9 @@ pub struct Win {
     pub flavor: i32,
     pub targets: Vec<Target>,
     pub map: Mapping,
-    /// Offset of the control block's counters and tables in `map`.
+    /// Offset of the control block's announcement lines and counters and tables in
+    /// `map`.
+    busy_off: usize,
     post_off: usize,
     done_off: usize,
     dyn_off: usize,
@@ -105,6 +111,9 @@ pub struct Win {
     model_attr: Box<i32>,
     /// Set by MPI_Win_free.
     freed: AtomicBool,
+    /// Every member registered for the heavy fence of shm/fence.rs (atomic.rs may
+    /// turn hardware atomics off again).
+    pub heavy: bool,
 }
 
 impl Win {
@@ -134,6 +143,21 @@ impl Win {
     #[inline]
     pub fn hw_word(&self, t: usize) -> &std::sync::atomic::AtomicU64 {
         self.map.u64_at(self.line(t) + L_HW)
+    }
+    /// One-element operations on member `t`'s memory under its accumulate mutex
+    /// while hardware atomics were off there (atomic.rs; written under the mutex).
+    pub fn singles(&self, t: usize) -> &std::sync::atomic::AtomicU32 {
+        self.map.u32_at(self.line(t) + L_SINGLES)
+    }
+    /// Elements updated one at a time under member `t`'s accumulate mutex since its
+    /// hardware atomics went on (atomic.rs; written under the mutex).
+    pub fn debt(&self, t: usize) -> &std::sync::atomic::AtomicU32 {
+        self.map.u32_at(self.line(t) + L_DEBT)
+    }
+    /// Member `o`'s announcement: 1 + the member whose memory it updates with a
+    /// hardware atomic outside the accumulate mutex, 0 when none (atomic.rs).
+    pub fn busy_word(&self, o: usize) -> &std::sync::atomic::AtomicU32 {
+        self.map.u32_at(self.busy_off + o * LINE)
     }
     /// How many times target `t` posted an exposure epoch to origin `o`.
     pub fn post_count(&self, t: usize, o: usize) -> &std::sync::atomic::AtomicU32 {
@@ -432,8 +456,11 @@ pub fn create(parent: &Arc<Comm>, spec: Spec, info: Entries) -> MpiResult<Arc<Wi
             spec.size as u64,
             spec.disp_unit as u64,
             spec.base as u64,
-            // (the flavor, and whether this process can reach the others' memory)
-            spec.flavor as u64 | (reaches_others() as u64) << 32,
+            // (the flavor, whether this process can reach the others' memory and
+            // whether the heavy fences of the others cover it)
+            spec.flavor as u64
+                | (reaches_others() as u64) << 32
+                | (crate::shm::fence::register() as u64) << 33,
         ],
     )?;
     if let Some(r) = all.iter().position(|v| v[3] as u32 != spec.flavor as u32) {
@@ -451,7 +478,7 @@ pub fn create(parent: &Arc<Comm>, spec: Spec, info: Entries) -> MpiResult<Arc<Wi
     // (serve.rs); SHMPI_DIRECT=require makes that an error instead.
     let on_own_memory =
         spec.flavor == MPI_WIN_FLAVOR_CREATE || spec.flavor == MPI_WIN_FLAVOR_DYNAMIC;
-    let refused = all.iter().position(|v| v[3] >> 32 == 0);
+    let refused = all.iter().position(|v| v[3] >> 32 & 1 == 0);
     let served = on_own_memory && all.len() > 1 && refused.is_some();
     if served && crate::settings::job().direct == crate::settings::Direct::Require {
         return Err(err(
@@ -465,7 +492,8 @@ pub fn create(parent: &Arc<Comm>, spec: Spec, info: Entries) -> MpiResult<Arc<Wi
     let comm = crate::create::context_dup(parent)?;
     let n = comm.size();
     let me = comm.rank;
-    let post_off = align(n * LINE, 64);
+    let busy_off = n * LINE;
+    let post_off = busy_off + n * LINE;
     let done_off = post_off + align(4 * n * n, 64);
     let dyn_off = done_off + align(4 * n * n, 64);
     let mut seg = dyn_off;
@@ -539,6 +567,7 @@ pub fn create(parent: &Arc<Comm>, spec: Spec, info: Entries) -> MpiResult<Arc<Wi
         flavor,
         targets,
         map,
+        busy_off,
         post_off,
         done_off,
         dyn_off,
@@ -554,6 +583,7 @@ pub fn create(parent: &Arc<Comm>, spec: Spec, info: Entries) -> MpiResult<Arc<Wi
         flavor_attr: Box::new(flavor),
         model_attr: Box::new(MPI_WIN_UNIFIED),
         freed: AtomicBool::new(false),
+        heavy: all.iter().all(|v| v[3] >> 33 & 1 == 1),
     });
     if served {
         serve::enlist(&w);

@@ -249,16 +249,27 @@ fn check_sizes(a: usize, what_a: &str, b: usize, call: &str) -> MpiResult<()> {
 /// Runs `go` (one element's hardware atomic at `addr` of `rank`'s window memory) once
 /// the element's granule has hardware atomics on: at once if it has, else under the
 /// accumulate lock, turning them on first (rma/atomic.rs).
-fn granule_on(w: &Win, rank: usize, addr: usize, go: &mut dyn FnMut()) -> MpiResult<()> {
-    if atomic::on(w, rank, addr) {
-        go();
+fn granule_on(w: &Win, rank: usize, addr: usize, go: &mut impl FnMut()) -> MpiResult<()> {
+    if element_soon(w, rank, addr, go) {
         return Ok(());
     }
     sync::with_acc_mutex(w, rank, || {
-        atomic::turn_on(w, rank, addr);
+        atomic::count_single(w, rank, addr, true);
         go();
         Ok(())
     })
+}
+
+/// [`granule_on`] without waiting: whether `go` ran, lock-free or under a free mutex
+/// (false when another process holds the mutex).
+#[inline]
+fn element_soon(w: &Win, rank: usize, addr: usize, go: &mut impl FnMut()) -> bool {
+    atomic::lock_free(w, rank, addr, go)
+        || sync::try_acc_mutex(w, rank, || {
+            atomic::count_single(w, rank, addr, false);
+            go()
+        })
+        .is_some()
 }
 
 fn overlap(a: (usize, usize), b: (usize, usize)) -> bool {
@@ -457,22 +468,16 @@ pub unsafe fn acc_lean(
         )
     };
     if tcount == 1 && atomic::element_could(w, p, addr) {
+        let locked = !(no_op || op == BuiltinOp::Replace && old.is_none());
+        let mut old = old;
         // SAFETY: one aligned element of memory every member maps (element_could);
         // the op is valid for the type (checked above).
-        if atomic::on(w, t, addr) {
-            let locked = !(no_op || op == BuiltinOp::Replace && old.is_none());
-            unsafe { atomic::element(addr, p, op, inv, old) };
-            if locked {
-                atomic::note_fenced();
-            }
-            return true;
+        let mut go = || unsafe { atomic::element(addr, p, op, inv, old.as_deref_mut()) };
+        let done = element_soon(w, t, addr, &mut go);
+        if done && locked {
+            atomic::note_fenced();
         }
-        return sync::try_acc_mutex(w, t, || {
-            atomic::turn_on(w, t, addr);
-            // SAFETY: as above.
-            unsafe { atomic::element(addr, p, op, inv, old) }
-        })
-        .is_some();
+        return done;
     }
     sync::try_acc_mutex(w, t, || {
         if atomic::window_can(w) && atomic::capable(p) && atomic::any_on(w, t) {
@@ -532,18 +537,11 @@ pub unsafe fn cas_lean(
     if atomic::element_could(w, p, addr) {
         // SAFETY: one aligned element of memory every member maps (element_could).
         let mut go = || unsafe { atomic::compare_swap(addr, p, &cmp, &new, &mut old) };
-        if atomic::on(w, t, addr) {
-            go();
-            // (a compare-exchange is a locked instruction whether or not it swaps)
-            atomic::note_fenced();
-        } else if sync::try_acc_mutex(w, t, || {
-            atomic::turn_on(w, t, addr);
-            go()
-        })
-        .is_none()
-        {
+        if !element_soon(w, t, addr, &mut go) {
             return false;
         }
+        // (a compare-exchange is a locked instruction whether or not it swaps)
+        atomic::note_fenced();
         // SAFETY: the caller's writable result element (this function's contract).
         unsafe { mem::copy_in(result, &old[..n]) };
         return true;

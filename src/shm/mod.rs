@@ -19,7 +19,9 @@
 //! mmap), its atomics and byte views at offsets (bounds checked by `ptr`; the mutable
 //! one, `slice_mut`, is an unsafe fn whose callers hold the protocol's write
 //! permission); peer.rs reads and writes another rank's memory (process_vm_readv and
-//! writev) and wait.rs sleeps and wakes on futexes. proto.rs denies unsafe code.
+//! writev), wait.rs sleeps and wakes on futexes and fence.rs issues the heavy
+//! fences of asymmetric barriers (membarrier). proto.rs denies unsafe code.
+pub mod fence;
 pub mod peer;
 pub mod proto;
 pub mod wait;
