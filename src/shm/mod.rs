@@ -19,10 +19,11 @@
 //! mmap), its atomics and byte views at offsets (bounds checked by `ptr`; the mutable
 //! one, `slice_mut`, is an unsafe fn whose callers hold the protocol's write
 //! permission); peer.rs reads and writes another rank's memory (process_vm_readv and
-//! writev), wait.rs sleeps and wakes on futexes and fence.rs issues the heavy
-//! fences of asymmetric barriers (membarrier). proto.rs denies unsafe code.
+//! writev), wait.rs sleeps and wakes on futexes, fence.rs issues the heavy
+//! fences of asymmetric barriers (membarrier) and place.rs sets CPU affinity. proto.rs denies unsafe code.
 pub mod fence;
 pub mod peer;
+pub mod place;
 pub mod proto;
 pub mod wait;
 

@@ -7,6 +7,8 @@
 //! only then sleeps on the doorbell value it read. A publisher makes its data visible
 //! with a release store, fences and then, if the target's `sleeping` is set, bumps the
 //! doorbell and wakes it.
+//!
+//! Where the ranks run, and how that follows neighbours on the machine: place.rs.
 use super::proto::{self, Bell};
 use super::{Arena, R_DOORBELL, R_SLEEPING, R_WANT};
 use std::time::{Duration, Instant};
@@ -60,37 +62,6 @@ impl WaitPolicy {
             .oversubscribed
             .unwrap_or(nranks > cpus);
         WaitPolicy { oversubscribed }
-    }
-}
-
-/// Pins this process to one CPU of its affinity mask, chosen round-robin by `slot` (its
-/// place among the processes of the machine), when they are more than the mask's CPUs
-/// (`oversubscribed`). Left to itself the kernel now and then runs three ranks of four on
-/// one of two CPUs, and a small MPI_Allreduce at np 4 then takes 4.6 µs instead of 3.2
-/// (bimodal from cell to cell in the benchmark; pinned, 3.2 every time). With no more
-/// processes than CPUs nothing is pinned: concurrent jobs would pile up on the first
-/// CPUs. `SHMPI_BIND=none` turns it off.
-pub fn bind_oversubscribed(slot: usize, oversubscribed: bool) {
-    if !oversubscribed || !crate::settings::rank().bind {
-        return;
-    }
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: sched_getaffinity / sched_setaffinity on cpu_set_t values we own, for the
-    // calling thread (threads the program creates later inherit it).
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, size, &mut set) != 0 {
-            return;
-        }
-        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect();
-        if cpus.len() < 2 {
-            return;
-        }
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpus[slot % cpus.len()], &mut one);
-        libc::sched_setaffinity(0, size, &one);
     }
 }
 
@@ -231,12 +202,19 @@ pub struct Backoff<'a> {
     slow_before: Option<bool>,
     /// `STEPS` at the last pause.
     steps: u64,
+    /// Whether the last pause was a yield that ran another task.
+    switched: bool,
+    /// Whether the wait reached its yield phase.
+    yielded: bool,
 }
 
 impl Drop for Backoff<'_> {
     fn drop(&mut self) {
         if let Some(before) = self.slow_before {
             SLOW.set(before);
+        }
+        if !self.policy.oversubscribed {
+            super::place::wait_ended(self.switched, self.yielded);
         }
     }
 }
@@ -252,6 +230,8 @@ impl<'a> Backoff<'a> {
             lonely: None,
             slow_before: None,
             steps: STEPS.load(std::sync::atomic::Ordering::Relaxed),
+            switched: false,
+            yielded: false,
         }
     }
 
@@ -270,6 +250,7 @@ impl<'a> Backoff<'a> {
             (self.iter, self.start, self.lonely) = (0, None, None);
         }
         self.iter += 1;
+        self.switched = false;
         // A few pure spins first: a hand-off between running ranks takes well under a
         // microsecond.
         if self.iter < if self.policy.oversubscribed { 2 } else { 16 } {
@@ -304,8 +285,10 @@ impl<'a> Backoff<'a> {
             std::hint::spin_loop();
             return;
         }
-        if waited < yield_ {
+        if waited < yield_ && !(self.policy.oversubscribed && super::place::crowded()) {
+            self.yielded = true;
             let t = Instant::now();
+            super::place::look(t);
             // SAFETY: sched_yield has no preconditions.
             unsafe {
                 libc::sched_yield();
@@ -316,6 +299,7 @@ impl<'a> Backoff<'a> {
             // CPUs on one core), so after LONELY of such yields, sleep.
             if t.elapsed() >= SWITCHED {
                 self.lonely = None;
+                self.switched = true;
                 return;
             }
             let since = *self.lonely.get_or_insert(t);
@@ -324,6 +308,7 @@ impl<'a> Backoff<'a> {
             }
         }
         self.arena.check_job_alive();
+        super::place::look(Instant::now());
         // From now on the looks at the awaited condition (the re-check below, the
         // caller's polls after the sleep) may also ask whether it can still come true.
         let before = SLOW.replace(true);
