@@ -116,6 +116,10 @@ static void run(int flavor) {
         free(want);
     }
 
+    /* (every process has checked its memory before its left neighbour writes into it
+     * again) */
+    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+
     /* Passive target: 200 KB and a flag to the right; poll for our own flag. */
     unsigned char *pass = malloc(PASS_LEN);
     if (!pass) rma_die("malloc", MPI_ERR_NO_MEM, __FILE__, __LINE__);
