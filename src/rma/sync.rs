@@ -167,8 +167,20 @@ impl State {
 pub(super) fn wait_for(
     w: &Win,
     what: impl FnOnce() -> String,
+    cond: impl FnMut() -> bool,
+    waiters: Option<&std::sync::atomic::AtomicU32>,
+) -> MpiResult<()> {
+    wait_counted(w, what, cond, waiters, false)
+}
+
+/// [`wait_for`]; `heavy`: a heavy fence follows the count (for a releaser that stores
+/// with a light fence only, as `give_acc_mutex` does).
+fn wait_counted(
+    w: &Win,
+    what: impl FnOnce() -> String,
     mut cond: impl FnMut() -> bool,
     waiters: Option<&std::sync::atomic::AtomicU32>,
+    heavy: bool,
 ) -> MpiResult<()> {
     if cond() {
         return Ok(());
@@ -177,8 +189,11 @@ pub(super) fn wait_for(
         let text = format!("window {:#x}: {}", w.handle, what());
         job.arena.note_wait(w.world(w.me()), &text);
     }
-    if let Some(w) = waiters {
-        w.fetch_add(1, Ordering::SeqCst);
+    if let Some(c) = waiters {
+        c.fetch_add(1, Ordering::SeqCst);
+        if heavy {
+            crate::shm::fence::heavy();
+        }
     }
     let r = crate::progress::block_on(std::future::poll_fn(|_| {
         if cond() {
@@ -725,7 +740,7 @@ pub fn check_idle(w: &Win, call: &str) -> MpiResult<()> {
 pub fn with_acc_mutex<T>(w: &Win, t: usize, f: impl FnOnce() -> MpiResult<T>) -> MpiResult<T> {
     if !spin_acc_mutex(w, t) {
         let word = w.acc_word(t);
-        wait_for(
+        wait_counted(
             w,
             || format!("the accumulate lock of rank {t}"),
             || {
@@ -735,6 +750,7 @@ pub fn with_acc_mutex<T>(w: &Win, t: usize, f: impl FnOnce() -> MpiResult<T>) ->
                         .is_ok()
             },
             Some(w.acc_waiters(t)),
+            w.heavy,
         )?;
     }
     let r = f();
@@ -769,6 +785,17 @@ fn spin_acc_mutex(w: &Win, t: usize) -> bool {
 }
 
 fn give_acc_mutex(w: &Win, t: usize) {
+    if w.heavy {
+        // A plain store and a light fence: a waiter counts itself and issues a heavy
+        // fence before it looks at the word again (`acc_wait`), so that either this
+        // sees the count or the waiter sees the mutex free (shm/fence.rs).
+        w.acc_word(t).store(0, Ordering::Release);
+        crate::shm::fence::light();
+        if w.acc_waiters(t).load(Ordering::Relaxed) > 0 {
+            wake_all(w);
+        }
+        return;
+    }
     w.acc_word(t).store(0, Ordering::SeqCst);
     if w.acc_waiters(t).load(Ordering::SeqCst) > 0 {
         wake_all(w);

@@ -16,7 +16,7 @@
 //!   the scheduler picks (14-22 µs and 0.75-1.4 ms pinned, 17 µs and 1.0 ms unpinned;
 //!   Open MPI 5.0.11 14-17 µs and 12.3-12.8 ms). So while the machine is crowded
 //!   (more runnable tasks than the job's ranks, from /proc/loadavg, sampled at most
-//!   every [`LOOK`] by a waiting rank: [`CROWDED_ON`] samples in a row to turn it on,
+//!   every [`LOOK`] by a waiting rank whose mask holds every CPU of the machine: [`CROWDED_ON`] samples in a row to turn it on,
 //!   [`CROWDED_OFF`] to turn it off) the ranks are unpinned and their waits skip the
 //!   yield phase (shm/wait.rs, [`crowded`]).
 //! - **No more ranks than CPUs**: nothing is pinned, so that concurrent jobs do not
@@ -31,7 +31,8 @@
 //!   could not be pulled to a CPU its peer leaves idle and would wait behind the
 //!   neighbour): 0.26 µs again.
 //!
-//! `SHMPI_BIND=none` leaves every placement to the scheduler. The calls affect the
+//! `SHMPI_BIND=none` leaves every placement to the scheduler (a crowded machine still
+//! makes an oversubscribed job's waits sleep). The calls affect the
 //! thread that makes them (the one that started MPI) and the threads it creates later.
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -54,6 +55,10 @@ struct Place {
     /// has a single CPU).
     mask: Option<(libc::cpu_set_t, usize)>,
     oversubscribed: bool,
+    /// Whether the start-up mask holds every online CPU: /proc/loadavg counts the
+    /// runnable tasks of the whole machine, which only says something about this
+    /// job's CPUs then (not in a container restricted to some of them).
+    whole: bool,
     /// Whether this process is pinned to its slot's CPU now.
     pinned: bool,
     /// The current streak of waits that ended right after a yield that ran another task.
@@ -78,6 +83,7 @@ static PLACE: Mutex<Place> = Mutex::new(Place {
     slot: None,
     mask: None,
     oversubscribed: false,
+    whole: false,
     pinned: false,
     corun: 0,
     crowded: false,
@@ -90,16 +96,16 @@ fn place() -> std::sync::MutexGuard<'static, Place> {
 }
 
 /// Records this process's `slot` among the `procs` processes of the job on the
-/// machine, and pins it when it is `oversubscribed` (and `SHMPI_BIND` allows).
+/// machine and its affinity mask, and pins it when it is `oversubscribed` (and
+/// `SHMPI_BIND` allows).
 pub fn start(slot: usize, procs: usize, oversubscribed: bool) {
     let mut p = place();
     p.slot = Some((slot, procs));
     p.oversubscribed = oversubscribed;
-    if !crate::settings::rank().bind {
-        return;
-    }
+    let bind = crate::settings::rank().bind;
     let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: sched_getaffinity fills a cpu_set_t we own, for the calling thread.
+    // SAFETY: sched_getaffinity fills a cpu_set_t we own, for the calling thread;
+    // sysconf has no preconditions.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, size, &mut set) != 0 {
@@ -108,9 +114,10 @@ pub fn start(slot: usize, procs: usize, oversubscribed: bool) {
         let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
             .filter(|&c| libc::CPU_ISSET(c, &set))
             .collect();
-        if cpus.len() >= 2 {
+        if bind && cpus.len() >= 2 {
             p.mask = Some((set, cpus[slot % cpus.len()]));
         }
+        p.whole = libc::sysconf(libc::_SC_NPROCESSORS_ONLN) == cpus.len() as libc::c_long;
     }
     if oversubscribed {
         pin(&mut p, true);
@@ -160,7 +167,7 @@ pub fn look(now: Instant) {
     let Some((_, procs)) = p.slot else {
         return;
     };
-    if !p.oversubscribed {
+    if !p.oversubscribed || !p.whole {
         return;
     }
     if p.last_look.is_some_and(|t| now.duration_since(t) < LOOK) {
