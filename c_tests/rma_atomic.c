@@ -58,6 +58,13 @@
 static int me, np;
 static long N = 10000, M = 200, R = 20, F = 1;
 
+/* Expects no `what` in section `part` on `flavor`: `bad` counts them. */
+static void expect_none(const char *part, int flavor, const char *what, long bad) {
+    char m[160];
+    snprintf(m, sizeof m, "%s %s: %s", part, rma_flavor_name(flavor), what);
+    expect_eq(m, 0, bad);
+}
+
 /* ---- (a) contention on one counter ---- */
 
 static void contention(int flavor) {
@@ -917,9 +924,7 @@ static void mixed(int flavor) {
                      rma_flavor_name(flavor), i, x, ex);
     }
     rma_local_end(&w);
-    char what[128];
-    snprintf(what, sizeof what, "(f) %s: elements with a wrong value", rma_flavor_name(flavor));
-    expect_eq(what, 0, bad);
+    expect_none("(f)", flavor, "elements with a wrong value", bad);
     free(lv);
     free(lr);
     free(gv);
@@ -990,9 +995,7 @@ static void switching(int flavor) {
                      i, x, exp[i]);
     }
     rma_local_end(&w);
-    char what[128];
-    snprintf(what, sizeof what, "(g) %s: wrong elements and fetches", rma_flavor_name(flavor));
-    expect_eq(what, 0, bad);
+    expect_none("(g)", flavor, "wrong elements and fetches", bad);
     free(ones);
     free(exp);
     free(last);
