@@ -106,7 +106,15 @@ pub struct Open {
     /// Whether [`State`] has neither a fence epoch nor a PSCW access epoch open: a
     /// lock then needs nothing from it (kept by every release of the state mutex).
     calm: AtomicBool,
+    /// Whether a fence epoch is open and no PSCW access epoch: FENCE_NONE, FENCE_OPEN,
+    /// or FENCE_USED once an operation used it (the lean paths mark it here, without
+    /// the state mutex; the next holder of the mutex folds it into [`State`]).
+    fence: AtomicU8,
 }
+
+const FENCE_NONE: u8 = 0;
+const FENCE_OPEN: u8 = 1;
+const FENCE_USED: u8 = 2;
 
 impl Open {
     pub fn new(n: usize) -> Open {
@@ -114,6 +122,7 @@ impl Open {
             all: AtomicU8::new(ALL_NONE),
             each: (0..n).map(|_| AtomicU8::new(Lock::None as u8)).collect(),
             calm: AtomicBool::new(true),
+            fence: AtomicU8::new(FENCE_NONE),
         }
     }
     fn lock(&self, t: usize) -> Lock {
@@ -125,6 +134,18 @@ impl Open {
     /// Whether a passive-target epoch to target `t` is open.
     pub fn to(&self, t: usize) -> bool {
         self.lock_all() || self.lock(t).held()
+    }
+    /// Whether an operation may go to any target without the state mutex: a
+    /// passive-target epoch to `t` is open, or a fence epoch (then marked used).
+    pub fn lean_to(&self, t: usize) -> bool {
+        if self.to(t) {
+            return true;
+        }
+        if self.fence.load(Ordering::Relaxed) == FENCE_NONE {
+            return false;
+        }
+        self.fence.store(FENCE_USED, Ordering::Relaxed);
+        true
     }
     /// Whether any passive-target epoch is open (or a lock is being taken).
     fn any(&self) -> bool {
@@ -247,14 +268,29 @@ impl std::ops::DerefMut for Guard<'_> {
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
         self.open.calm.store(self.st.calm(), Ordering::Relaxed);
+        let fence = match self.st.fence {
+            Fence::Open { used } if self.st.access.is_none() => {
+                if used {
+                    FENCE_USED
+                } else {
+                    FENCE_OPEN
+                }
+            }
+            _ => FENCE_NONE,
+        };
+        self.open.fence.store(fence, Ordering::Relaxed);
     }
 }
 
 fn state(w: &Win) -> Guard<'_> {
-    Guard {
-        st: w.state.lock().unwrap_or_else(|e| e.into_inner()),
-        open: &w.open,
+    let mut st = w.state.lock().unwrap_or_else(|e| e.into_inner());
+    // (an operation on the lean path used the fence epoch)
+    if w.open.fence.load(Ordering::Relaxed) == FENCE_USED {
+        if let Fence::Open { .. } = st.fence {
+            st.fence = Fence::Open { used: true };
+        }
     }
+    Guard { st, open: &w.open }
 }
 
 /// Checks that an operation of `call` on target `t` is inside an access epoch to it
