@@ -339,11 +339,12 @@ pub fn get(w: &Win, o: &Buf, tg: &Tgt, call: &str) -> MpiResult<()> {
 fn lean_target(w: &Win, rank: i32, disp: i64, len: usize) -> Option<usize> {
     let t = usize::try_from(rank).ok().filter(|&t| t < w.n())?;
     let tg = w.targets[t];
-    if w.flavor == MPI_WIN_FLAVOR_DYNAMIC || tg.place != Place::Here || !w.open.lean_to(t) {
+    if w.flavor == MPI_WIN_FLAVOR_DYNAMIC || tg.place != Place::Here {
         return None;
     }
     let off = usize::try_from(disp).ok()?.checked_mul(tg.disp_unit)?;
-    (off.checked_add(len)? <= tg.size).then(|| tg.base + off)
+    // (the epoch last: a fence epoch counts as used from here on)
+    (off.checked_add(len)? <= tg.size && w.open.lean_to(t)).then(|| tg.base + off)
 }
 
 /// One predefined datatype whose elements are contiguous (size = extent = true
