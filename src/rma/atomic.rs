@@ -33,9 +33,9 @@
 //!
 //! When they go on and off is a rent-or-buy choice on each side, counted per target
 //! under its mutex. A one-element operation under the mutex costs a little more than
-//! a lock-free one; after [`ON_AFTER`] of them in a row, or at once when one had to
-//! wait for the mutex (lock-free operations do not wait behind a preempted holder),
-//! its granule goes on. Under the mutex, elements in granules that are on cost a
+//! a lock-free one; after [`ON_AFTER`] of them since the bits last went off, or at
+//! once when one had to wait for the mutex (lock-free operations do not wait behind a
+//! preempted holder), its granule goes on. Under the mutex, elements in granules that are on cost a
 //! compare-exchange each (about 25 times a vector kernel: 1 MiB of doubles with
 //! MPI_SUM 515 µs against 21); once [`OFF_DEBT`] of them, about the cost of a heavy
 //! fence, have been paid since the bits went on, the operation turns the target's
@@ -128,8 +128,8 @@ pub fn any_on(w: &Win, t: usize) -> bool {
     w.hw_word(t).load(Ordering::Acquire) != 0
 }
 
-/// One-element operations in a row under the mutex, with hardware atomics off, after
-/// which they go on for the element's granule.
+/// One-element operations under the mutex with hardware atomics off, since they last
+/// went off, after which they go on for the element's granule.
 pub const ON_AFTER: u32 = 2048;
 /// Elements updated one at a time under the mutex, after which the target's hardware
 /// atomics go off (about 10 µs of compare-exchanges, the cost of a heavy fence here).
@@ -156,8 +156,8 @@ pub fn lock_free(w: &Win, t: usize, addr: usize, op: &mut impl FnMut()) -> bool 
 
 /// A one-element operation on the element at `addr` of target `t` under its mutex
 /// (the caller holds it): counts it and turns hardware atomics on for its granule
-/// after [`ON_AFTER`] in a row, or at once when `contended` (the operation waited for
-/// the mutex).
+/// after [`ON_AFTER`] such operations, or at once when `contended` (the operation
+/// waited for the mutex).
 pub fn count_single(w: &Win, t: usize, addr: usize, contended: bool) {
     if on(w, t, addr) {
         return;
