@@ -48,9 +48,9 @@ const CROWDED_ON: u32 = 2;
 const CROWDED_OFF: u32 = 20;
 
 struct Place {
-    /// This process's slot and the number of the job's processes on the machine, from
-    /// [`start`] (None before it).
-    slot: Option<(usize, usize)>,
+    /// The number of the job's processes on the machine, from [`start`] (None before
+    /// it).
+    procs: Option<usize>,
     /// The affinity mask at start-up, and the CPU of the slot in it (None when the mask
     /// has a single CPU).
     mask: Option<(libc::cpu_set_t, usize)>,
@@ -59,8 +59,6 @@ struct Place {
     /// runnable tasks of the whole machine, which only says something about this
     /// job's CPUs then (not in a container restricted to some of them).
     whole: bool,
-    /// Whether this process is pinned to its slot's CPU now.
-    pinned: bool,
     /// The current streak of waits that ended right after a yield that ran another task.
     corun: u32,
     /// Whether the machine counts as crowded, and the looks in a row that disagreed.
@@ -80,11 +78,10 @@ pub fn crowded() -> bool {
 }
 
 static PLACE: Mutex<Place> = Mutex::new(Place {
-    slot: None,
+    procs: None,
     mask: None,
     oversubscribed: false,
     whole: false,
-    pinned: false,
     corun: 0,
     crowded: false,
     against: 0,
@@ -100,7 +97,7 @@ fn place() -> std::sync::MutexGuard<'static, Place> {
 /// `SHMPI_BIND` allows).
 pub fn start(slot: usize, procs: usize, oversubscribed: bool) {
     let mut p = place();
-    p.slot = Some((slot, procs));
+    p.procs = Some(procs);
     p.oversubscribed = oversubscribed;
     let bind = crate::settings::rank().bind;
     let size = std::mem::size_of::<libc::cpu_set_t>();
@@ -120,12 +117,12 @@ pub fn start(slot: usize, procs: usize, oversubscribed: bool) {
         p.whole = libc::sysconf(libc::_SC_NPROCESSORS_ONLN) == cpus.len() as libc::c_long;
     }
     if oversubscribed {
-        pin(&mut p, true);
+        pin(&p, true);
     }
 }
 
 /// Pins this process to its slot's CPU (`on`) or gives it its start-up mask back.
-fn pin(p: &mut Place, on: bool) {
+fn pin(p: &Place, on: bool) {
     let Some((mask, cpu)) = p.mask else {
         return;
     };
@@ -136,7 +133,6 @@ fn pin(p: &mut Place, on: bool) {
         libc::CPU_SET(cpu, &mut one);
         libc::sched_setaffinity(0, size, if on { &one } else { &mask });
     }
-    p.pinned = on;
 }
 
 /// A wait of a process that is not oversubscribed ended: `corun`, right after a yield
@@ -154,8 +150,8 @@ pub fn wait_ended(corun: bool, yielded: bool) {
     if p.corun >= CORUN_STREAK && !p.oversubscribed {
         p.corun = 0;
         // (a running thread leaves a CPU outside its new mask before the call returns)
-        pin(&mut p, true);
-        pin(&mut p, false);
+        pin(&p, true);
+        pin(&p, false);
     }
 }
 
@@ -164,7 +160,7 @@ pub fn wait_ended(corun: bool, yielded: bool) {
 /// once it is not.
 pub fn look(now: Instant) {
     let mut p = place();
-    let Some((_, procs)) = p.slot else {
+    let Some(procs) = p.procs else {
         return;
     };
     if !p.oversubscribed || !p.whole {
@@ -188,7 +184,7 @@ pub fn look(now: Instant) {
         CROWDED.store(p.crowded, std::sync::atomic::Ordering::Relaxed);
         if p.mask.is_some() {
             let on = !p.crowded;
-            pin(&mut p, on);
+            pin(&p, on);
         }
     }
 }
